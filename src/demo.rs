@@ -1,0 +1,71 @@
+//! The built-in demo black box and the character picture of a pattern.
+//!
+//! The demo is a small structural model of a tapered cantilever wing box, written the way legacy
+//! engineering code is: 10 span stations, inputs are the skin thickness `t_k` (k = 0..9) and the
+//! running load `q_k` (k = 10..19) of each station, plus the material's yield stress (input 20).
+//! Outputs: the root-ward bending stress at each station (a station's moment sums the loads
+//! outboard of it, so stress k depends on q_k..q_9 and on t_k), the margin against yield of the
+//! root (uses the yield stress), the local panel buckling of each station (thickness of the
+//! station and its neighbours), and the total skin weight (all thicknesses).
+
+/// Inputs of the demo black box.
+pub const DEMO_N: usize = 21;
+/// Outputs of the demo black box.
+pub const DEMO_M: usize = 22;
+
+/// A point at which every output of the demo is finite.
+pub fn demo_x0() -> Vec<f64> {
+    let mut x = vec![0.0; DEMO_N];
+    for k in 0..10 {
+        x[k] = 0.004 - 0.0002 * k as f64; // thickness, m
+        x[10 + k] = 1200.0 - 80.0 * k as f64; // load, N/m
+    }
+    x[20] = 3.2e8; // yield stress, Pa
+    x
+}
+
+/// The demo black box: y = f(x) with [`DEMO_N`] inputs and [`DEMO_M`] outputs.
+pub fn demo_blackbox(x: &[f64], y: &mut [f64]) -> Result<(), i32> {
+    let (t, q, sigma_y) = (&x[0..10], &x[10..20], x[20]);
+    let dx = 0.5; // station spacing, m
+    let chord = |k: usize| 1.2 - 0.06 * k as f64;
+    for k in 0..10 {
+        // Bending moment at station k from the loads outboard of it.
+        let mut moment = 0.0;
+        for j in k..10 {
+            moment += q[j] * dx * ((j - k) as f64 + 0.5) * dx;
+        }
+        let h = 0.12 * chord(k);
+        let section_modulus = t[k] * chord(k) * h;
+        y[k] = moment / section_modulus;
+    }
+    y[10] = 1.0 - y[0] / sigma_y;
+    for k in 0..10 {
+        let lo = if k > 0 { t[k - 1] } else { t[k] };
+        let hi = if k < 9 { t[k + 1] } else { t[k] };
+        let teff = (lo + 2.0 * t[k] + hi) / 4.0;
+        y[11 + k] = 3.6 * 7.0e10 * (teff / 0.15).powi(2);
+    }
+    y[21] = (0..10).map(|k| 2700.0 * t[k] * 2.0 * chord(k) * dx).sum();
+    Ok(())
+}
+
+/// A character picture of a pattern: one line per row, `#` for an entry, `.` for none,
+/// `?` for an entry that is not proven (chunk, unresolved or non-finite row).
+pub fn picture(p: &crate::Pattern) -> String {
+    let mut s = String::new();
+    for i in 0..p.rows() {
+        let mut line = vec!['.'; p.cols()];
+        let start = p.row_ptr()[i];
+        for (k, &j) in p.row(i).iter().enumerate() {
+            line[j as usize] = if p.kinds()[start + k] == crate::EntryKind::Traced {
+                '#'
+            } else {
+                '?'
+            };
+        }
+        s.extend(line);
+        s.push('\n');
+    }
+    s
+}

@@ -1,0 +1,118 @@
+//! Drivers run the probes a session asks for. This is the serial driver, and the guarded
+//! evaluation every driver shares.
+//!
+//! The guard holds the black box to its contract on every call: it must write each of its m
+//! outputs (they are pre-filled with a marker NaN, so an output left unwritten, or read before it
+//! is written, is caught), write nothing past `y[m-1]` (a guard zone of 16 values follows), and
+//! leave its input `x` unchanged. A breach is an [`ErrorKind::BlackBox`] error naming the
+//! probe, never a wrong pattern.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::pattern::Pattern;
+use crate::probe::Probe;
+use crate::trace::{TraceOptions, TraceSession};
+
+/// A function y = f(x) with n inputs and m outputs.
+pub trait BlackBox {
+    /// Evaluates f at `x` (n values) into `y` (m values). A nonzero code means failure.
+    fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32>;
+}
+
+impl<F: FnMut(&[f64], &mut [f64]) -> std::result::Result<(), i32>> BlackBox for F {
+    fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
+        self(x, y)
+    }
+}
+
+/// Marker written into outputs before each call (a quiet NaN that decodes as unknown).
+const UNWRITTEN: u64 = 0x7FF8_0000_0BAD_F00D;
+const SIGN: u64 = 1 << 63;
+/// Values after `y[m-1]` that the guard watches.
+const GUARD: usize = 16;
+
+/// Evaluates probes with the contract checks described in the module docs.
+pub struct GuardedEvaluator {
+    x0: Vec<f64>,
+    x: Vec<f64>,
+    y: Vec<f64>,
+    m: usize,
+}
+
+impl GuardedEvaluator {
+    /// An evaluator at `x0` for m outputs.
+    pub fn new(x0: &[f64], m: usize) -> Self {
+        GuardedEvaluator {
+            x0: x0.to_vec(),
+            x: x0.to_vec(),
+            y: vec![0.0; m + GUARD],
+            m,
+        }
+    }
+
+    /// Evaluates `f` at `x0` with `probe`'s tags; returns the m outputs.
+    pub fn eval(&mut self, f: &mut dyn BlackBox, probe: &Probe) -> Result<&[f64]> {
+        let m = self.m;
+        probe.write_tags(&mut self.x);
+        self.y.fill(f64::from_bits(UNWRITTEN));
+        let status = f.eval(&self.x, &mut self.y[..m]);
+        let changed = probe.input_intact(&self.x0, &self.x);
+        if changed.is_some() {
+            self.x.copy_from_slice(&self.x0);
+        } else {
+            probe.restore(&self.x0, &mut self.x);
+        }
+        let fail = |msg: String| Err(Error::new(ErrorKind::BlackBox, msg));
+        if let Err(code) = status {
+            return fail(format!(
+                "the black box returned {code} on {}",
+                probe.describe()
+            ));
+        }
+        if let Some(j) = changed {
+            return fail(format!(
+                "the black box changed its input x[{j}] on {}",
+                probe.describe()
+            ));
+        }
+        if self.y[m..].iter().any(|v| v.to_bits() != UNWRITTEN) {
+            return fail(format!(
+                "the black box wrote past y[{}] (m = {m}) on {}",
+                m - 1,
+                probe.describe()
+            ));
+        }
+        if let Some(i) = self.y[..m]
+            .iter()
+            .position(|v| v.to_bits() & !SIGN == UNWRITTEN)
+        {
+            return fail(format!(
+                "the black box did not write y[{i}] (or read it before writing it) on {}",
+                probe.describe()
+            ));
+        }
+        Ok(&self.y[..m])
+    }
+}
+
+/// Traces f: R^n -> R^m at `x0` with the serial driver: one evaluation at a time, in the order
+/// the planner gives. `n = x0.len()`.
+pub fn trace(
+    f: &mut dyn BlackBox,
+    m: usize,
+    x0: &[f64],
+    options: &TraceOptions,
+) -> Result<Pattern> {
+    let mut session = TraceSession::new(x0.len(), m, x0, options)?;
+    let mut ev = GuardedEvaluator::new(x0, m);
+    loop {
+        let ks = session.ask()?;
+        if ks.is_empty() {
+            break;
+        }
+        for k in ks {
+            let y = ev.eval(f, session.probe(k))?;
+            session.tell(k, y)?;
+        }
+    }
+    session.finish()
+}

@@ -1,0 +1,68 @@
+//! Errors: a kind that maps one-to-one onto the C ABI's status codes, and a message for people.
+
+use std::fmt;
+
+/// What went wrong, in the categories the C ABI reports as `nanprop_status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// An argument was NULL, out of range, inconsistent, or not finite.
+    InvalidArgument,
+    /// The black box returned a nonzero status, or broke its contract (did not write an output,
+    /// wrote past `y[m-1]`, changed its input).
+    BlackBox,
+    /// Outputs were NaN or Inf at `x0` and the options asked for that to be an error.
+    BaselineNotFinite,
+    /// An allocation failed (the result would not fit in memory).
+    OutOfMemory,
+    /// A bug in nanprop (a broken invariant or a caught panic).
+    Internal,
+}
+
+/// An error with its kind and a message that names the argument, probe or output involved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    /// The category.
+    pub kind: ErrorKind,
+    /// A sentence for people.
+    pub message: String,
+}
+
+impl Error {
+    /// An error of `kind` with `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// Shorthand for [`ErrorKind::InvalidArgument`].
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::InvalidArgument, message)
+    }
+
+    /// Shorthand for [`ErrorKind::OutOfMemory`], naming what was being allocated.
+    pub fn out_of_memory(what: &str, count: usize) -> Self {
+        Error::new(
+            ErrorKind::OutOfMemory,
+            format!("out of memory allocating {what} ({count} elements)"),
+        )
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Reserves room for `extra` more elements or reports [`ErrorKind::OutOfMemory`].
+pub(crate) fn reserve<T>(v: &mut Vec<T>, extra: usize, what: &str) -> Result<()> {
+    v.try_reserve(extra)
+        .map_err(|_| Error::out_of_memory(what, v.len().saturating_add(extra)))
+}

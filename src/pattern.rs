@@ -1,0 +1,352 @@
+//! The result: a compressed sparse row (CSR) pattern with a provenance for every entry.
+//!
+//! Memory is O(nnz + m): `row_ptr` (m + 1), `col_idx` and `kinds` (nnz each), plus the list of
+//! rows that were not finite at the baseline. Column indices are sorted and distinct in each row.
+//! Indices are stored as `u32`; nanprop refuses n or m above `u32::MAX`.
+
+use crate::error::{reserve, Error, Result};
+use bitvec::prelude::*;
+
+/// Why an entry is in the pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum EntryKind {
+    /// Proven by NaN tracing: a probe's NaN reached this output from this input (its tag, or the
+    /// only input of the probe).
+    Traced = 0,
+    /// The chunked strategy saw a NaN from a chunk holding this input: some input of the chunk
+    /// reaches the output, perhaps not this one.
+    Chunk = 1,
+    /// Not resolved when the evaluation budget ran out: kept as a possible dependency.
+    Unresolved = 2,
+    /// The output was NaN or Inf at `x0`, so it could not be traced: its row is dense.
+    NonFiniteRow = 3,
+}
+
+impl EntryKind {
+    /// The kind whose evidence is stronger (smaller is stronger: a proof beats a guess).
+    pub fn strongest(self, other: EntryKind) -> EntryKind {
+        self.min(other)
+    }
+}
+
+/// Counters of how a pattern was obtained. All zero for a pattern given by the caller.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceReport {
+    /// Calls of the black box, the baseline included.
+    pub evaluations: usize,
+    /// Entries kept because the budget ran out before they were resolved.
+    pub unresolved: usize,
+    /// Tags decoded from outputs that went through single precision (ids read from bits 50..29
+    /// with the check bits zero).
+    pub via_float: usize,
+    /// Planner steps (batches of probes) taken.
+    pub steps: usize,
+    /// Whether the evaluation budget stopped the trace early.
+    pub budget_exhausted: bool,
+}
+
+/// A sparsity pattern of an m x n Jacobian in CSR form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pattern {
+    m: usize,
+    n: usize,
+    row_ptr: Vec<usize>,
+    col_idx: Vec<u32>,
+    kinds: Vec<EntryKind>,
+    nonfinite_rows: Vec<u32>,
+    /// How the pattern was traced.
+    pub report: TraceReport,
+}
+
+impl Pattern {
+    /// Rows (outputs).
+    pub fn rows(&self) -> usize {
+        self.m
+    }
+    /// Columns (inputs).
+    pub fn cols(&self) -> usize {
+        self.n
+    }
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.col_idx.len()
+    }
+    /// Row pointers, `m + 1` entries, starting at 0.
+    pub fn row_ptr(&self) -> &[usize] {
+        &self.row_ptr
+    }
+    /// Column indices, sorted within each row.
+    pub fn col_idx(&self) -> &[u32] {
+        &self.col_idx
+    }
+    /// Provenance of each entry, aligned with [`Pattern::col_idx`].
+    pub fn kinds(&self) -> &[EntryKind] {
+        &self.kinds
+    }
+    /// The columns of row `i`.
+    pub fn row(&self, i: usize) -> &[u32] {
+        &self.col_idx[self.row_ptr[i]..self.row_ptr[i + 1]]
+    }
+    /// Whether entry (i, j) is present.
+    pub fn contains(&self, i: usize, j: usize) -> bool {
+        u32::try_from(j).is_ok_and(|j| self.row(i).binary_search(&j).is_ok())
+    }
+    /// Rows whose output was NaN or Inf at `x0` (sorted). They are stored dense.
+    pub fn nonfinite_rows(&self) -> &[u32] {
+        &self.nonfinite_rows
+    }
+    /// Largest number of entries in one row: a lower bound on the colors of any column coloring.
+    pub fn max_row_nnz(&self) -> usize {
+        self.row_ptr
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// A pattern from CSR arrays given by a caller, validated: `row_ptr` has `m + 1`
+    /// nondecreasing entries from 0 to `col_idx.len()`, and each row's columns are strictly
+    /// increasing and below `n`. Every entry gets kind [`EntryKind::Traced`].
+    pub fn from_csr(m: usize, n: usize, row_ptr: &[usize], col_idx: &[usize]) -> Result<Pattern> {
+        check_dims(m, n)?;
+        if row_ptr.len() != m + 1 {
+            return Err(Error::invalid(format!(
+                "row_ptr has {} entries, expected m + 1 = {}",
+                row_ptr.len(),
+                m + 1
+            )));
+        }
+        if row_ptr[0] != 0 || row_ptr[m] != col_idx.len() {
+            return Err(Error::invalid(format!(
+                "row_ptr must start at 0 and end at nnz = {} (it runs from {} to {})",
+                col_idx.len(),
+                row_ptr[0],
+                row_ptr[m]
+            )));
+        }
+        for i in 0..m {
+            let (a, b) = (row_ptr[i], row_ptr[i + 1]);
+            if a > b {
+                return Err(Error::invalid(format!(
+                    "row_ptr decreases at row {i} ({a} > {b})"
+                )));
+            }
+            for k in a..b {
+                if col_idx[k] >= n {
+                    return Err(Error::invalid(format!(
+                        "row {i}: column {} out of range (n = {n})",
+                        col_idx[k]
+                    )));
+                }
+                if k > a && col_idx[k] <= col_idx[k - 1] {
+                    return Err(Error::invalid(format!(
+                        "row {i}: columns must be sorted and distinct ({} follows {})",
+                        col_idx[k],
+                        col_idx[k - 1]
+                    )));
+                }
+            }
+        }
+        let mut cols = Vec::new();
+        reserve(&mut cols, col_idx.len(), "pattern columns")?;
+        cols.extend(col_idx.iter().map(|&j| j as u32));
+        let mut kinds = Vec::new();
+        reserve(&mut kinds, col_idx.len(), "pattern kinds")?;
+        kinds.resize(col_idx.len(), EntryKind::Traced);
+        Ok(Pattern {
+            m,
+            n,
+            row_ptr: row_ptr.to_vec(),
+            col_idx: cols,
+            kinds,
+            nonfinite_rows: Vec::new(),
+            report: TraceReport::default(),
+        })
+    }
+}
+
+/// Refuses sizes nanprop cannot index: zero, or above `u32::MAX`.
+pub(crate) fn check_dims(m: usize, n: usize) -> Result<()> {
+    if n == 0 || m == 0 {
+        return Err(Error::invalid(format!(
+            "n and m must be positive (n = {n}, m = {m})"
+        )));
+    }
+    if n > u32::MAX as usize || m > u32::MAX as usize {
+        return Err(Error::invalid(format!(
+            "n and m must be at most {} (n = {n}, m = {m})",
+            u32::MAX
+        )));
+    }
+    Ok(())
+}
+
+/// Assembles a [`Pattern`] row by row. Rows marked as not finite at the baseline are stored
+/// dense, whatever the planner says of them; rows never pushed are empty.
+pub struct PatternBuilder {
+    m: usize,
+    n: usize,
+    row_ptr: Vec<usize>,
+    col_idx: Vec<u32>,
+    kinds: Vec<EntryKind>,
+    dense: BitVec,
+}
+
+impl PatternBuilder {
+    /// A builder for an m x n pattern whose rows in `dense` are stored dense.
+    pub fn new(m: usize, n: usize, dense: BitVec) -> Result<Self> {
+        debug_assert_eq!(dense.len(), m);
+        let mut row_ptr = Vec::new();
+        reserve(&mut row_ptr, m + 1, "row pointers")?;
+        row_ptr.push(0);
+        Ok(PatternBuilder {
+            m,
+            n,
+            row_ptr,
+            col_idx: Vec::new(),
+            kinds: Vec::new(),
+            dense,
+        })
+    }
+
+    fn close_rows_before(&mut self, i: usize) -> Result<()> {
+        while self.row_ptr.len() <= i {
+            let r = self.row_ptr.len() - 1;
+            if self.dense[r] {
+                reserve(&mut self.col_idx, self.n, "pattern columns")?;
+                reserve(&mut self.kinds, self.n, "pattern kinds")?;
+                self.col_idx.extend(0..self.n as u32);
+                self.kinds
+                    .extend(std::iter::repeat_n(EntryKind::NonFiniteRow, self.n));
+            }
+            self.row_ptr.push(self.col_idx.len());
+        }
+        Ok(())
+    }
+
+    /// Appends row `i` (rows in increasing order, each at most once); `entries` sorted by column
+    /// and distinct. Entries of a dense row are ignored.
+    pub fn push_row(
+        &mut self,
+        i: usize,
+        entries: impl ExactSizeIterator<Item = (u32, EntryKind)>,
+    ) -> Result<()> {
+        debug_assert!(i + 1 >= self.row_ptr.len(), "rows pushed out of order");
+        self.close_rows_before(i)?;
+        if self.dense[i] {
+            return Ok(()); // filled by close_rows_before(i + 1)
+        }
+        reserve(&mut self.col_idx, entries.len(), "pattern columns")?;
+        reserve(&mut self.kinds, entries.len(), "pattern kinds")?;
+        for (j, kind) in entries {
+            debug_assert!((j as usize) < self.n);
+            debug_assert!(
+                self.col_idx.len() == self.row_ptr[i] || *self.col_idx.last().unwrap() < j
+            );
+            self.col_idx.push(j);
+            self.kinds.push(kind);
+        }
+        self.row_ptr.push(self.col_idx.len());
+        Ok(())
+    }
+
+    /// Builds a pattern from unordered `(row, col, kind)` triples: a counting sort by row, a sort
+    /// within each row, and duplicates merged to their strongest kind. O(nnz + m) memory.
+    pub fn from_triples(mut self, triples: &[(u32, u32, EntryKind)]) -> Result<Pattern> {
+        let mut start = vec![0usize; self.m + 1];
+        for &(i, _, _) in triples {
+            start[i as usize + 1] += 1;
+        }
+        for i in 0..self.m {
+            start[i + 1] += start[i];
+        }
+        let mut sorted: Vec<(u32, EntryKind)> = Vec::new();
+        reserve(&mut sorted, triples.len(), "sorted entries")?;
+        sorted.resize(triples.len(), (0, EntryKind::Traced));
+        let mut next = start.clone();
+        for &(i, j, k) in triples {
+            sorted[next[i as usize]] = (j, k);
+            next[i as usize] += 1;
+        }
+        drop(next);
+        for i in 0..self.m {
+            let row = &mut sorted[start[i]..start[i + 1]];
+            if row.is_empty() {
+                continue;
+            }
+            row.sort_unstable();
+            // Merge duplicates in place: the sort put the strongest kind of each column first.
+            let mut w = 0;
+            for r in 0..row.len() {
+                if w == 0 || row[w - 1].0 != row[r].0 {
+                    row[w] = row[r];
+                    w += 1;
+                }
+            }
+            self.push_row(i, row[..w].iter().copied())?;
+        }
+        self.finish()
+    }
+
+    /// The pattern, with the remaining rows closed.
+    pub fn finish(mut self) -> Result<Pattern> {
+        self.close_rows_before(self.m)?;
+        let nonfinite_rows = self.dense.iter_ones().map(|i| i as u32).collect();
+        Ok(Pattern {
+            m: self.m,
+            n: self.n,
+            row_ptr: self.row_ptr,
+            col_idx: self.col_idx,
+            kinds: self.kinds,
+            nonfinite_rows,
+            report: TraceReport::default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_csr_accepts_valid_and_reports_errors() {
+        let p = Pattern::from_csr(2, 3, &[0, 2, 3], &[0, 2, 1]).unwrap();
+        assert_eq!(p.row(0), &[0, 2]);
+        assert_eq!(p.row(1), &[1]);
+        assert!(p.contains(0, 2) && !p.contains(1, 2));
+        assert_eq!(p.max_row_nnz(), 2);
+        let bad = |rp: &[usize], ci: &[usize]| Pattern::from_csr(2, 3, rp, ci).unwrap_err().message;
+        assert!(bad(&[0, 2], &[0, 1]).contains("m + 1"));
+        assert!(bad(&[0, 2, 3], &[0, 3, 1]).contains("out of range"));
+        assert!(bad(&[0, 2, 3], &[2, 0, 1]).contains("sorted"));
+        assert!(bad(&[0, 2, 3], &[1, 1, 1]).contains("distinct"));
+        assert!(bad(&[0, 2, 2], &[0, 1, 1]).contains("end at nnz"));
+        assert!(
+            bad(&[0, 3, 2], &[0, 1]).contains("end at nnz")
+                || bad(&[0, 3, 2], &[0, 1]).contains("decreases")
+        );
+        assert!(Pattern::from_csr(0, 3, &[0], &[]).is_err());
+    }
+
+    #[test]
+    fn triples_are_sorted_merged_and_dense_rows_filled() {
+        let mut dense = bitvec![0; 4];
+        dense.set(2, true);
+        let b = PatternBuilder::new(4, 3, dense).unwrap();
+        let t = [
+            (3, 2, EntryKind::Chunk),
+            (0, 1, EntryKind::Chunk),
+            (0, 1, EntryKind::Traced),
+            (3, 0, EntryKind::Traced),
+            (2, 0, EntryKind::Traced),
+        ];
+        let p = b.from_triples(&t).unwrap();
+        assert_eq!(p.row_ptr(), &[0, 1, 1, 4, 6]);
+        assert_eq!(p.col_idx(), &[1, 0, 1, 2, 0, 2]);
+        assert_eq!(p.kinds()[0], EntryKind::Traced);
+        assert_eq!(p.kinds()[1], EntryKind::NonFiniteRow);
+        assert_eq!(p.kinds()[5], EntryKind::Chunk);
+        assert_eq!(p.nonfinite_rows(), &[2]);
+    }
+}

@@ -1,0 +1,95 @@
+//! One-hot and chunked tracing (Sharpe's method): probe k adjacent inputs at a time.
+//!
+//! With k = 1 this is the one-hot trace: n probes after the baseline, every entry proven. With
+//! k > 1 a changed output marks all k inputs of its chunk ([`EntryKind::Chunk`]): conservative,
+//! n/k probes, and exact where the code has the locality the chunk assumes. A tag that names its
+//! input still proves that entry ([`EntryKind::Traced`]). All probes form a single step.
+
+use super::Planner;
+use crate::error::{reserve, Result};
+use crate::pattern::{EntryKind, Pattern, PatternBuilder};
+use crate::probe::{Hit, Probe};
+use bitvec::prelude::*;
+
+/// The one-hot (k = 1) and chunked (k > 1) planner.
+pub struct Chunked {
+    n: usize,
+    k: usize,
+    baseline: Vec<f64>,
+    asked: bool,
+    told: BitVec,
+    found: Vec<(u32, u32, EntryKind)>,
+}
+
+impl Chunked {
+    /// A planner probing `k >= 1` adjacent inputs at a time, for the given baseline outputs.
+    pub fn new(n: usize, k: usize, baseline: Vec<f64>) -> Self {
+        let k = k.clamp(1, n);
+        let chunks = n.div_ceil(k);
+        Chunked {
+            n,
+            k,
+            baseline,
+            asked: false,
+            told: bitvec![0; chunks],
+            found: Vec::new(),
+        }
+    }
+
+    fn chunk_cols(&self, c: usize) -> std::ops::Range<u32> {
+        (c * self.k) as u32..((c + 1) * self.k).min(self.n) as u32
+    }
+}
+
+impl Planner for Chunked {
+    fn ask(&mut self) -> Result<Vec<Probe>> {
+        if self.asked {
+            return Ok(Vec::new());
+        }
+        self.asked = true;
+        let mut probes = Vec::new();
+        reserve(&mut probes, self.told.len(), "probes")?;
+        for c in 0..self.told.len() {
+            probes.push(Probe::new(self.chunk_cols(c).collect(), self.n));
+        }
+        Ok(probes)
+    }
+
+    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64]) -> usize {
+        self.told.set(k, true);
+        let chunk = self.chunk_cols(k);
+        let single = chunk.len() == 1;
+        let found = &mut self.found;
+        probe.observe(&self.baseline, y, |i, hit| {
+            if let Hit::Dep(j) = hit {
+                found.push((i, j, EntryKind::Traced));
+            }
+            if single {
+                if hit == Hit::Blocked {
+                    found.push((i, chunk.start, EntryKind::Traced));
+                }
+            } else {
+                found.extend(chunk.clone().map(|j| (i, j, EntryKind::Chunk)));
+            }
+        })
+    }
+
+    fn finish(mut self: Box<Self>, builder: PatternBuilder) -> Result<(Pattern, usize)> {
+        let mut found = std::mem::take(&mut self.found);
+        let mut unresolved = 0;
+        for c in self.told.iter_zeros() {
+            let cols = self.chunk_cols(c);
+            let rows = self
+                .baseline
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.is_finite());
+            for (i, _) in rows {
+                reserve(&mut found, cols.len(), "unresolved entries")?;
+                found.extend(cols.clone().map(|j| (i as u32, j, EntryKind::Unresolved)));
+                unresolved += cols.len();
+            }
+        }
+        Ok((builder.from_triples(&found)?, unresolved))
+    }
+}

@@ -1,0 +1,36 @@
+//! Planners decide which inputs to probe next. They never call the black box.
+//!
+//! A planner has an ask/tell shape: [`Planner::ask`] hands out a *step*, a batch of independent
+//! probes; [`Planner::tell`] takes the outputs of one probe of that step, in any order; when
+//! every probe of the step is told, the next `ask` plans from what was learned. A driver (serial
+//! today; threads, processes or MPI ranks later) runs the probes and needs nothing else from the
+//! planner. [`Planner::finish`] may be called at any time: whatever is not resolved by then
+//! (the budget ran out) is reported as a possible dependency, never dropped.
+//!
+//! Every planner reads outputs through [`Probe::observe`], so they agree on what a probe proves.
+//!
+//! * [`chunked::Chunked`]: the paper's one-hot method (k = 1) and its chunked variant.
+//! * [`refine::Refine`]: payload-tagged, coarse-to-fine over contiguous blocks.
+
+pub mod chunked;
+pub mod refine;
+
+use crate::error::Result;
+use crate::pattern::{Pattern, PatternBuilder};
+use crate::probe::Probe;
+
+/// A tracing strategy with the ask/tell shape (see the module docs).
+pub trait Planner {
+    /// The probes of the next step; empty when the trace is complete. Called once after
+    /// construction, then only after every probe of the previous step was told.
+    fn ask(&mut self) -> Result<Vec<Probe>>;
+
+    /// The outputs `y` (m values) of probe `k` of the current step, which is `probe`. Returns how
+    /// many tags came back through single precision.
+    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64]) -> usize;
+
+    /// The pattern of what is known: proven dependencies, plus every entry still unresolved
+    /// (kind [`crate::EntryKind::Unresolved`]). `builder` already knows the non-finite rows.
+    /// Returns the pattern and how many entries are unresolved.
+    fn finish(self: Box<Self>, builder: PatternBuilder) -> Result<(Pattern, usize)>;
+}

@@ -1,0 +1,222 @@
+//! A probe: the set of inputs that one evaluation replaces by tagged NaNs, and what its outputs
+//! say.
+//!
+//! Tag ids: when n fits the codec ([`codec::MAX_ID`]), input `j` always carries id `j + 1`, so a
+//! decoded id names its column directly and an id of a column outside the probe is caught. For
+//! larger n, the k-th input of a probe carries id `k + 1`; inputs beyond the `MAX_ID`-th of one
+//! probe get an untagged NaN (they can block rows but never be named). Both schemes are sound.
+//!
+//! # What an output says (the reading every planner uses)
+//!
+//! For output `i` with a finite baseline value `b_i`, after evaluating with probe `S`:
+//! * bit-for-bit equal to `b_i`: no NaN of `S` reached `y_i` (a zero for every input of `S`,
+//!   as far as NaN tracing can tell);
+//! * a NaN carrying the id of input `j` of `S`: `(i, j)` is a dependency ([`Hit::Dep`]);
+//! * anything else (a NaN with no valid id, an infinity, or a different finite number): some
+//!   input of `S` reaches `y_i`, which one is unknown ([`Hit::Blocked`]). A changed finite value
+//!   is counted here, not as a zero: NaN went down a branch (`if (x > 0)`) and changed the
+//!   result, which is a dependency NaN tracing alone would have missed.
+//!
+//! Outputs not finite at the baseline are skipped: they cannot be traced.
+
+use crate::codec::{self, Decoded};
+
+/// The inputs (0-based, sorted, distinct) that one evaluation tags with NaN.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probe {
+    cols: Vec<u32>,
+    global_ids: bool,
+}
+
+/// What one output of a probe proved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hit {
+    /// The output carried the tag of this input (0-based column).
+    Dep(u32),
+    /// Some input of the probe reached the output; which one is unknown.
+    Blocked,
+}
+
+impl Probe {
+    /// A probe of `cols` (sorted, distinct, each below `n`) for a function of `n` inputs.
+    pub fn new(cols: Vec<u32>, n: usize) -> Probe {
+        debug_assert!(
+            cols.windows(2).all(|w| w[0] < w[1]),
+            "probe columns must be sorted"
+        );
+        debug_assert!(cols.last().is_none_or(|&c| (c as usize) < n));
+        Probe {
+            cols,
+            global_ids: n <= codec::MAX_ID as usize,
+        }
+    }
+
+    /// The tagged inputs, sorted.
+    pub fn cols(&self) -> &[u32] {
+        &self.cols
+    }
+
+    /// Number of tagged inputs.
+    pub fn len(&self) -> usize {
+        self.cols.len()
+    }
+
+    /// Whether no input is tagged (the baseline evaluation).
+    pub fn is_empty(&self) -> bool {
+        self.cols.is_empty()
+    }
+
+    /// The value written into input `cols[k]`.
+    fn tag(&self, k: usize) -> f64 {
+        if self.global_ids {
+            codec::encode(self.cols[k] + 1)
+        } else if k < codec::MAX_ID as usize {
+            codec::encode(k as u32 + 1)
+        } else {
+            codec::untagged()
+        }
+    }
+
+    /// The probe's column named by a decoded id, if the id belongs to this probe.
+    pub fn col_of(&self, id: u32) -> Option<u32> {
+        if self.global_ids {
+            let col = id - 1;
+            self.cols.binary_search(&col).ok().map(|_| col)
+        } else {
+            self.cols.get(id as usize - 1).copied()
+        }
+    }
+
+    /// Writes the tagged NaNs into `x` (which holds `x0` elsewhere).
+    pub fn write_tags(&self, x: &mut [f64]) {
+        for (k, &c) in self.cols.iter().enumerate() {
+            x[c as usize] = self.tag(k);
+        }
+    }
+
+    /// Puts `x0` back where [`Probe::write_tags`] wrote.
+    pub fn restore(&self, x0: &[f64], x: &mut [f64]) {
+        for &c in &self.cols {
+            x[c as usize] = x0[c as usize];
+        }
+    }
+
+    /// Whether `x` holds exactly `x0` with this probe's tags.
+    pub fn input_intact(&self, x0: &[f64], x: &[f64]) -> Option<usize> {
+        let mut k = 0;
+        for (j, (&a, &b)) in x0.iter().zip(x).enumerate() {
+            let expected = if k < self.cols.len() && self.cols[k] as usize == j {
+                k += 1;
+                self.tag(k - 1)
+            } else {
+                a
+            };
+            if expected.to_bits() != b.to_bits() {
+                return Some(j);
+            }
+        }
+        None
+    }
+
+    /// Reads the outputs `y` of this probe against the `baseline` outputs (see the module docs),
+    /// calling `hit(row, Hit)` for every output that changed. Returns how many ids came back
+    /// through single precision.
+    pub fn observe(&self, baseline: &[f64], y: &[f64], mut hit: impl FnMut(u32, Hit)) -> usize {
+        let mut via_float = 0;
+        for (i, (&b, &v)) in baseline.iter().zip(y).enumerate() {
+            if !b.is_finite() || b.to_bits() == v.to_bits() {
+                continue;
+            }
+            let h = match codec::decode(v) {
+                Decoded::Tagged(id) => self.col_of(id).map_or(Hit::Blocked, Hit::Dep),
+                Decoded::ViaFloat(id) => match self.col_of(id) {
+                    Some(c) => {
+                        via_float += 1;
+                        Hit::Dep(c)
+                    }
+                    None => Hit::Blocked,
+                },
+                Decoded::NotNan | Decoded::Unknown => Hit::Blocked,
+            };
+            hit(i as u32, h);
+        }
+        via_float
+    }
+
+    /// A short description for error messages: the first few tagged inputs (0-based).
+    pub fn describe(&self) -> String {
+        match self.cols.len() {
+            0 => "the baseline evaluation at x0".to_string(),
+            1 => format!("the probe tagging input {}", self.cols[0]),
+            k => {
+                let shown: Vec<String> = self.cols.iter().take(6).map(|c| c.to_string()).collect();
+                let more = if k > 6 { ", ..." } else { "" };
+                format!("the probe tagging {k} inputs ({}{more})", shown.join(", "))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_decode_to_their_columns() {
+        let p = Probe::new(vec![1, 4, 7], 10);
+        let x0 = vec![0.5; 10];
+        let mut x = x0.clone();
+        p.write_tags(&mut x);
+        assert!(p.input_intact(&x0, &x).is_none());
+        // Output 0 copies input 4, output 1 input 7 negated, output 2 stays, output 3 default NaN,
+        // output 4 becomes a different number.
+        let baseline = [1.0, 2.0, 3.0, 4.0, 5.0, f64::NAN];
+        let y = [x[4] + 1.0, -x[7], 3.0, f64::NAN, 6.0, 1.0];
+        let mut hits = vec![];
+        p.observe(&baseline, &y, |i, h| hits.push((i, h)));
+        assert_eq!(
+            hits,
+            vec![
+                (0, Hit::Dep(4)),
+                (1, Hit::Dep(7)),
+                (3, Hit::Blocked),
+                (4, Hit::Blocked)
+            ]
+        );
+        p.restore(&x0, &mut x);
+        assert_eq!(x, x0);
+    }
+
+    #[test]
+    fn a_tag_of_a_column_outside_the_probe_blocks() {
+        let p = Probe::new(vec![2], 10);
+        let mut hits = vec![];
+        p.observe(&[0.0], &[codec::encode(4)], |i, h| hits.push((i, h)));
+        assert_eq!(hits, vec![(0, Hit::Blocked)]);
+    }
+
+    #[test]
+    fn local_ids_for_large_n() {
+        let n = codec::MAX_ID as usize + 10;
+        let p = Probe::new(vec![5, n as u32 - 1], n);
+        assert_eq!(p.col_of(2), Some(n as u32 - 1));
+        assert_eq!(p.col_of(3), None);
+        let mut x = vec![0.0; n];
+        p.write_tags(&mut x);
+        let mut hits = vec![];
+        p.observe(&[1.0, 1.0], &[x[5], x[n - 1] as f32 as f64], |i, h| {
+            hits.push((i, h))
+        });
+        assert_eq!(hits, vec![(0, Hit::Dep(5)), (1, Hit::Dep(n as u32 - 1))]);
+    }
+
+    #[test]
+    fn changed_input_is_detected() {
+        let p = Probe::new(vec![1], 3);
+        let x0 = [1.0, 2.0, 3.0];
+        let mut x = x0;
+        p.write_tags(&mut x);
+        x[2] = 0.0;
+        assert_eq!(p.input_intact(&x0, &x), Some(2));
+    }
+}
