@@ -47,6 +47,7 @@ pub mod ffi;
 pub mod pattern;
 pub mod planner;
 pub mod probe;
+pub mod synthetic;
 pub mod trace;
 
 pub use driver::{trace, BlackBox};

@@ -125,13 +125,16 @@ impl Pattern {
                 row_ptr[m]
             )));
         }
+        // Monotonicity first: with it and the end check, every row's range lies in col_idx.
+        if let Some(i) = (0..m).find(|&i| row_ptr[i] > row_ptr[i + 1]) {
+            return Err(Error::invalid(format!(
+                "row_ptr decreases at row {i} ({} > {})",
+                row_ptr[i],
+                row_ptr[i + 1]
+            )));
+        }
         for i in 0..m {
             let (a, b) = (row_ptr[i], row_ptr[i + 1]);
-            if a > b {
-                return Err(Error::invalid(format!(
-                    "row_ptr decreases at row {i} ({a} > {b})"
-                )));
-            }
             for k in a..b {
                 if col_idx[k] >= n {
                     return Err(Error::invalid(format!(

@@ -1,0 +1,355 @@
+//! Every strategy against synthetic black boxes with known patterns, under every NaN-winner
+//! policy: one-hot and payload must return the exact pattern, chunked a superset that is exact
+//! where its chunks match the structure.
+
+use nanprop::synthetic::{self, Rng, Synthetic, Winner};
+use nanprop::{trace, EntryKind, Pattern, Strategy, TraceOptions};
+
+const WINNERS: [Winner; 4] = [
+    Winner::Random,
+    Winner::Smallest,
+    Winner::Largest,
+    Winner::Anonymous,
+];
+
+fn run(truth: &Pattern, strategy: Strategy, winner: Winner, seed: u64) -> Pattern {
+    let mut f = Synthetic::new(truth, winner, seed);
+    let x0: Vec<f64> = (0..truth.cols()).map(|j| 0.5 + j as f64 * 0.01).collect();
+    let options = TraceOptions {
+        strategy,
+        ..TraceOptions::default()
+    };
+    let p = trace(&mut f, truth.rows(), &x0, &options).expect("trace succeeds");
+    assert_eq!(p.report.evaluations, f.calls, "every call is counted");
+    p
+}
+
+fn assert_exact(truth: &Pattern, got: &Pattern, what: &str) {
+    assert_eq!(got.rows(), truth.rows());
+    assert_eq!(got.cols(), truth.cols());
+    for i in 0..truth.rows() {
+        assert_eq!(got.row(i), truth.row(i), "{what}: row {i}");
+    }
+    assert_eq!(got.report.unresolved, 0, "{what}");
+    assert!(
+        got.kinds().iter().all(|&k| k == EntryKind::Traced),
+        "{what}"
+    );
+}
+
+fn families(seed: u64) -> Vec<(String, Pattern)> {
+    let mut rng = Rng::new(seed);
+    let n = 20 + rng.below(200);
+    let m = 1 + rng.below(200);
+    vec![
+        ("tridiagonal".into(), synthetic::banded(n, 1)),
+        ("banded-5".into(), synthetic::banded(n, 5)),
+        ("block-diagonal-10".into(), synthetic::block_diagonal(n, 10)),
+        (
+            "stencil-2d".into(),
+            synthetic::stencil_2d(3 + rng.below(12)),
+        ),
+        (
+            format!("random {m}x{n}"),
+            synthetic::random_sparse(m, n, 1 + rng.below(6), seed),
+        ),
+        ("arrowhead".into(), synthetic::arrowhead(n)),
+        ("dense".into(), synthetic::dense(m.min(30), n.min(40))),
+        (
+            "random with empty rows and columns".into(),
+            synthetic::from_rows(m, n, |i, r| {
+                if i % 3 != 0 {
+                    r.extend((0..n).filter(|j| j % 4 != 1 && (i * 7 + j * 13) % 29 == 0))
+                }
+            }),
+        ),
+    ]
+}
+
+#[test]
+fn one_hot_and_payload_are_exact_for_every_winner() {
+    for seed in 0..6 {
+        for (name, truth) in families(seed) {
+            for winner in WINNERS {
+                for strategy in [Strategy::OneHot, Strategy::Payload] {
+                    let got = run(&truth, strategy, winner, seed);
+                    assert_exact(
+                        &truth,
+                        &got,
+                        &format!("{name} {strategy:?} {winner:?} seed {seed}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn payload_is_exact_on_random_patterns() {
+    let mut rng = Rng::new(99);
+    for seed in 0..60 {
+        let (m, n) = (1 + rng.below(80), 1 + rng.below(80));
+        let density = rng.below(100);
+        let truth = synthetic::from_rows(m, n, |_, r| {
+            r.extend((0..n).filter(|_| rng.below(100) < density / 4))
+        });
+        for winner in WINNERS {
+            let got = run(&truth, Strategy::Payload, winner, seed);
+            assert_exact(
+                &truth,
+                &got,
+                &format!("random {m}x{n} density {density}% {winner:?} seed {seed}"),
+            );
+            assert!(
+                got.report.evaluations
+                    <= n + 1 + 2 * (usize::BITS - n.leading_zeros()) as usize + 8
+            );
+        }
+    }
+}
+
+#[test]
+fn one_hot_costs_n_plus_one() {
+    let truth = synthetic::banded(57, 2);
+    assert_eq!(
+        run(&truth, Strategy::OneHot, Winner::Random, 1)
+            .report
+            .evaluations,
+        58
+    );
+}
+
+#[test]
+fn payload_is_sublinear_on_banded_patterns() {
+    let truth = synthetic::banded(4096, 1);
+    let p = run(&truth, Strategy::Payload, Winner::Random, 3);
+    assert_exact(&truth, &p, "tridiagonal 4096");
+    assert!(
+        p.report.evaluations < 80,
+        "tridiagonal n = 4096 took {} evaluations",
+        p.report.evaluations
+    );
+}
+
+#[test]
+fn chunked_is_a_superset_and_exact_on_aligned_blocks() {
+    for (name, truth) in families(7) {
+        let got = run(&truth, Strategy::Chunked, Winner::Random, 7);
+        for i in 0..truth.rows() {
+            for &j in truth.row(i) {
+                assert!(
+                    got.contains(i, j as usize),
+                    "{name}: chunked lost ({i}, {j})"
+                );
+            }
+        }
+    }
+    let truth = synthetic::block_diagonal(64, 8);
+    let got = run(&truth, Strategy::Chunked, Winner::Random, 1);
+    assert_eq!(got.col_idx(), truth.col_idx());
+    assert_eq!(got.report.evaluations, 64 / 8 + 1);
+}
+
+#[test]
+fn budget_keeps_unresolved_entries_as_possible() {
+    let truth = synthetic::banded(300, 2);
+    for strategy in [Strategy::OneHot, Strategy::Chunked, Strategy::Payload] {
+        for budget in [1, 2, 5, 17] {
+            let mut f = Synthetic::new(&truth, Winner::Random, 5);
+            let options = TraceOptions {
+                strategy,
+                max_evaluations: budget,
+                ..TraceOptions::default()
+            };
+            let p = trace(&mut f, 300, &vec![1.0; 300], &options).unwrap();
+            assert!(
+                f.calls <= budget,
+                "{strategy:?}: {} calls over a budget of {budget}",
+                f.calls
+            );
+            assert!(p.report.budget_exhausted);
+            for i in 0..300 {
+                for &j in truth.row(i) {
+                    assert!(
+                        p.contains(i, j as usize),
+                        "{strategy:?} budget {budget}: lost ({i}, {j})"
+                    );
+                }
+            }
+            let unresolved = p
+                .kinds()
+                .iter()
+                .filter(|&&k| k == EntryKind::Unresolved)
+                .count();
+            assert_eq!(unresolved, p.report.unresolved);
+            assert!(unresolved > 0);
+            if budget == 1 {
+                assert_eq!(
+                    p.nnz(),
+                    300 * 300,
+                    "{strategy:?}: only the baseline: everything is possible"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn rows_not_finite_at_the_baseline_are_reported_and_dense() {
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        for i in 0..40 {
+            y[i] = x[i] + if i > 0 { x[i - 1] } else { 0.0 };
+        }
+        y[5] = f64::INFINITY;
+        y[9] = f64::NAN;
+        Ok(())
+    };
+    for strategy in [Strategy::OneHot, Strategy::Chunked, Strategy::Payload] {
+        let options = TraceOptions {
+            strategy,
+            ..TraceOptions::default()
+        };
+        let p = trace(&mut f, 40, &[1.0; 40], &options).unwrap();
+        assert_eq!(p.nonfinite_rows(), &[5, 9]);
+        assert_eq!(p.row(5).len(), 40);
+        assert_eq!(p.row(9).len(), 40);
+        if strategy == Strategy::Chunked {
+            assert!(
+                p.contains(6, 5) && p.contains(6, 6),
+                "chunked keeps a superset"
+            );
+        } else {
+            assert_eq!(p.row(6), &[5, 6], "{strategy:?}");
+        }
+    }
+    let options = TraceOptions {
+        nonfinite_baseline: nanprop::NonFiniteBaseline::Error,
+        ..TraceOptions::default()
+    };
+    let e = trace(&mut f, 40, &[1.0; 40], &options).unwrap_err();
+    assert_eq!(e.kind, nanprop::ErrorKind::BaselineNotFinite);
+    assert!(e.message.contains("y[5]"), "{}", e.message);
+}
+
+#[test]
+fn a_changed_finite_output_counts_as_a_dependency() {
+    // y0 = (x1 > 0) ? 1 : 2: NaN makes the comparison false and the value changes.
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        y[0] = if x[1] > 0.0 { 1.0 } else { 2.0 };
+        y[1] = x[0];
+        Ok(())
+    };
+    for strategy in [Strategy::OneHot, Strategy::Payload] {
+        let p = trace(
+            &mut f,
+            2,
+            &[1.0, 1.0],
+            &TraceOptions {
+                strategy,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(p.row(0), &[1], "{strategy:?}");
+        assert_eq!(p.row(1), &[0], "{strategy:?}");
+    }
+}
+
+#[test]
+fn black_box_contract_breaches_are_errors() {
+    let x0 = [1.0, 2.0, 3.0];
+    let mut fails_on_probe = |x: &[f64], y: &mut [f64]| {
+        y.copy_from_slice(x);
+        if x[1].is_nan() {
+            Err(7)
+        } else {
+            Ok(())
+        }
+    };
+    let e = trace(
+        &mut fails_on_probe,
+        3,
+        &x0,
+        &TraceOptions {
+            strategy: Strategy::OneHot,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.kind, nanprop::ErrorKind::BlackBox);
+    assert!(
+        e.message.contains("returned 7") && e.message.contains("input 1"),
+        "{}",
+        e.message
+    );
+
+    let mut skips_output = |x: &[f64], y: &mut [f64]| {
+        y[0] = x[0];
+        y[2] = x[2];
+        Ok(())
+    };
+    let e = trace(&mut skips_output, 3, &x0, &TraceOptions::default()).unwrap_err();
+    assert!(
+        e.message.contains("did not write y[1]") && e.message.contains("baseline"),
+        "{}",
+        e.message
+    );
+
+    let mut accumulates = |x: &[f64], y: &mut [f64]| {
+        y[0] = x[0];
+        y[1] += x[1];
+        y[2] = x[2];
+        Ok(())
+    };
+    let e = trace(&mut accumulates, 3, &x0, &TraceOptions::default()).unwrap_err();
+    assert!(e.message.contains("y[1]"), "{}", e.message);
+}
+
+#[test]
+fn bad_points_are_refused() {
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        y[0] = x[0];
+        Ok(())
+    };
+    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let e = trace(&mut f, 1, &[bad], &TraceOptions::default()).unwrap_err();
+        assert_eq!(e.kind, nanprop::ErrorKind::InvalidArgument);
+        assert!(e.message.contains("x0[0]"));
+    }
+    assert!(trace(&mut f, 1, &[], &TraceOptions::default()).is_err());
+    assert!(trace(&mut f, 0, &[1.0], &TraceOptions::default()).is_err());
+    let chunk0 = TraceOptions {
+        strategy: Strategy::Chunked,
+        chunk_size: 0,
+        ..Default::default()
+    };
+    assert!(trace(&mut f, 1, &[1.0], &chunk0).is_err());
+}
+
+#[test]
+fn payload_steps_are_batches_of_independent_probes() {
+    // Ask for a whole step, evaluate it in reverse order: the result must not change.
+    use nanprop::TraceSession;
+    let truth = synthetic::stencil_2d(12);
+    let n = truth.cols();
+    let x0 = vec![0.3; n];
+    let mut s = TraceSession::new(n, n, &x0, &TraceOptions::default()).unwrap();
+    let mut f = Synthetic::new(&truth, Winner::Random, 11);
+    let mut ev = nanprop::driver::GuardedEvaluator::new(&x0, n);
+    let mut largest_batch = 0;
+    loop {
+        let mut ks = s.ask().unwrap();
+        if ks.is_empty() {
+            break;
+        }
+        largest_batch = largest_batch.max(ks.len());
+        ks.reverse();
+        for k in ks {
+            let y = ev.eval(&mut f, s.probe(k)).unwrap().to_vec();
+            s.tell(k, &y).unwrap();
+        }
+    }
+    let p = s.finish().unwrap();
+    assert_exact(&truth, &p, "stencil in reverse order");
+    assert!(largest_batch > 1);
+}
