@@ -32,6 +32,12 @@ fn main() {
         generated.display()
     );
 
+    // The C tests compile with the cc crate outside a build script, so they need the target.
+    println!(
+        "cargo:rustc-env=NANPROP_TARGET={}",
+        std::env::var("TARGET").expect("TARGET")
+    );
+
     let in_ci = std::env::var("CI")
         .map(|v| !v.is_empty() && v != "false")
         .unwrap_or(false);

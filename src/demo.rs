@@ -31,10 +31,9 @@ pub fn demo_blackbox(x: &[f64], y: &mut [f64]) -> Result<(), i32> {
     let chord = |k: usize| 1.2 - 0.06 * k as f64;
     for k in 0..10 {
         // Bending moment at station k from the loads outboard of it.
-        let mut moment = 0.0;
-        for j in k..10 {
-            moment += q[j] * dx * ((j - k) as f64 + 0.5) * dx;
-        }
+        let moment: f64 = (k..10)
+            .map(|j| q[j] * dx * ((j - k) as f64 + 0.5) * dx)
+            .sum();
         let h = 0.12 * chord(k);
         let section_modulus = t[k] * chord(k) * h;
         y[k] = moment / section_modulus;

@@ -5,7 +5,12 @@
 //! other than `NANPROP_OK` and leaves a message for `nanprop_last_error` (per thread); no Rust
 //! panic crosses the boundary (it becomes `NANPROP_ERR_INTERNAL`); outputs are written only on
 //! success, except `*out`, which is set to NULL first.
-#![allow(non_camel_case_types)]
+//
+//! Safety contract of every `unsafe` function here: each pointer is NULL or valid for the number
+//! of elements its C documentation states, and a pattern pointer comes from this library and is
+//! not yet freed. (The `# Safety` sections clippy asks for would repeat that in every header
+//! comment.)
+#![allow(non_camel_case_types, clippy::missing_safety_doc)]
 
 use crate::driver::{self, BlackBox};
 use crate::error::{Error, ErrorKind, Result};

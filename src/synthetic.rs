@@ -43,7 +43,7 @@ impl Rng {
     }
     /// A value in `0..bound` (bound > 0).
     pub fn below(&mut self, bound: usize) -> usize {
-        ((self.next_u64() >> 11) as u128 * bound as u128 >> 53) as usize
+        (((self.next_u64() >> 11) as u128 * bound as u128) >> 53) as usize
     }
 }
 

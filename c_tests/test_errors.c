@@ -1,0 +1,124 @@
+/* Bad arguments, failing black boxes, outputs not finite at x0: every one gets its status and
+ * a message, and nothing crashes. */
+#include <math.h>
+#include "check.h"
+
+static int identity(void *ud, size_t n, const double *x, size_t m, double *y) {
+    (void)ud; (void)m;
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    return 0;
+}
+
+/* Fails (returns 5) on its third call. */
+static int fails_third(void *ud, size_t n, const double *x, size_t m, double *y) {
+    int *calls = (int *)ud;
+    (void)m;
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    return ++*calls == 3 ? 5 : 0;
+}
+
+/* Output 1 is NaN at every point (sqrt of a negative number). */
+static int nan_output(void *ud, size_t n, const double *x, size_t m, double *y) {
+    (void)ud; (void)n; (void)m;
+    volatile double minus_one = -1.0;
+    y[0] = x[0] + x[1];
+    y[1] = sqrt(minus_one) + x[2];
+    y[2] = x[2];
+    return 0;
+}
+
+int main(void) {
+    double x0[3] = {1.0, 2.0, 3.0};
+    nanprop_pattern *p = (nanprop_pattern *)&p; /* not NULL: must be reset to NULL on failure */
+
+    CHECK_STATUS(nanprop_trace(NULL, NULL, 3, 3, x0, NULL, &p), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK(p == NULL);
+    CHECK(error_mentions("f is NULL"));
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, NULL, NULL, &p), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions("x0 is NULL"));
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, x0, NULL, NULL), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions("out is NULL"));
+    CHECK_STATUS(nanprop_trace(identity, NULL, 0, 3, x0, NULL, &p), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions("n = 0"));
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 0, x0, NULL, &p), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions("m = 0"));
+    CHECK_STATUS(nanprop_trace(identity, NULL, (size_t)1 << 40, 3, x0, NULL, &p), NANPROP_ERR_INVALID_ARGUMENT);
+
+    double bad[3] = {1.0, NAN, 3.0};
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, bad, NULL, &p), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions("x0[1]"));
+    bad[1] = INFINITY;
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, bad, NULL, &p), NANPROP_ERR_INVALID_ARGUMENT);
+
+    /* Options: an unknown strategy, chunk size 0, a struct from a smaller or larger header. */
+    nanprop_options o;
+    nanprop_options_init(&o);
+    CHECK(o.struct_size == sizeof o && o.version == NANPROP_OPTIONS_VERSION);
+    o.strategy = 99;
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions("strategy"));
+    nanprop_options_init(&o);
+    o.strategy = NANPROP_STRATEGY_CHUNKED;
+    o.chunk_size = 0;
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_INVALID_ARGUMENT);
+    nanprop_options_init(&o);
+    o.struct_size = 4;
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions("struct_size"));
+    nanprop_options_init(&o);
+    o.struct_size = sizeof o + 8;
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions("newer"));
+    nanprop_options_init(NULL); /* no-op, no crash */
+
+    /* A black box that fails on its third call: the status, and the probe in the message. */
+    int calls = 0;
+    nanprop_options_init(&o);
+    o.strategy = NANPROP_STRATEGY_ONE_HOT;
+    CHECK_STATUS(nanprop_trace(fails_third, &calls, 3, 3, x0, &o, &p), NANPROP_ERR_BLACKBOX);
+    CHECK(p == NULL);
+    CHECK(error_mentions("returned 5"));
+    CHECK(error_mentions("input 1"));
+
+    /* An output NaN at x0: reported, its row dense; or an error if asked. */
+    CHECK_STATUS(nanprop_trace(nan_output, NULL, 3, 3, x0, NULL, &p), NANPROP_OK);
+    CHECK(nanprop_pattern_num_nonfinite_rows(p) == 1);
+    size_t rows[1] = {99};
+    CHECK_STATUS(nanprop_pattern_nonfinite_rows(p, rows), NANPROP_OK);
+    CHECK(rows[0] == 1);
+    static const char *const expect[] = {"##.", "###", "..#"};
+    CHECK(pattern_is(p, 3, 3, expect));
+    unsigned char kinds[7];
+    CHECK(nanprop_pattern_nnz(p) == 6);
+    CHECK_STATUS(nanprop_pattern_entry_kinds(p, kinds), NANPROP_OK);
+    CHECK(kinds[0] == NANPROP_ENTRY_TRACED && kinds[2] == NANPROP_ENTRY_NONFINITE_ROW);
+    nanprop_pattern_free(p);
+    nanprop_options_init(&o);
+    o.nonfinite_baseline = NANPROP_NONFINITE_ERROR;
+    CHECK_STATUS(nanprop_trace(nan_output, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_BASELINE_NOT_FINITE);
+    CHECK(error_mentions("y[1]"));
+
+    /* Accessors on NULL: zeros and errors, no crash. */
+    CHECK(nanprop_pattern_rows(NULL) == 0 && nanprop_pattern_cols(NULL) == 0);
+    CHECK(nanprop_pattern_nnz(NULL) == 0 && nanprop_pattern_evaluations(NULL) == 0);
+    CHECK(nanprop_pattern_unresolved(NULL) == 0 && nanprop_pattern_num_nonfinite_rows(NULL) == 0);
+    size_t rp[4], ci[9];
+    CHECK_STATUS(nanprop_pattern_csr(NULL, rp, ci), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, x0, NULL, &p), NANPROP_OK);
+    CHECK_STATUS(nanprop_pattern_csr(p, NULL, ci), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(nanprop_pattern_csr(p, rp, NULL), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(nanprop_pattern_entry_kinds(p, NULL), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(nanprop_pattern_entry_kinds(NULL, kinds), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(nanprop_pattern_csr(p, rp, ci), NANPROP_OK);
+    CHECK(rp[3] == 3 && ci[0] == 0 && ci[1] == 1 && ci[2] == 2);
+    nanprop_pattern_free(p);
+    nanprop_pattern_free(NULL);
+
+    CHECK(strcmp(nanprop_status_string(NANPROP_OK), "success") == 0);
+    CHECK(strcmp(nanprop_status_string(NANPROP_ERR_BLACKBOX), "black box failed") == 0);
+    CHECK(strcmp(nanprop_status_string(999), "unknown status") == 0);
+    CHECK(strcmp(nanprop_status_string(-1), "unknown status") == 0);
+    CHECK(strlen(nanprop_version()) > 0);
+
+    return check_report("test_errors");
+}
