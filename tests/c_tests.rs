@@ -8,13 +8,52 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// target/<profile>/, where cargo puts libnanprop.so and libnanprop.a.
-fn lib_dir() -> PathBuf {
+/// The C libraries (shared, static) of this crate. `cargo test` builds only the rlib that Rust
+/// tests link, so this builds the cdylib and staticlib with the same cargo, profile and target
+/// directory, and takes their paths from cargo's JSON messages.
+fn c_libraries() -> (PathBuf, PathBuf) {
     let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
+    let profile_dir = exe
+        .parent()
         .and_then(Path::parent)
-        .expect("target/<profile>/deps/..")
-        .to_path_buf()
+        .expect("target/<profile>/deps/..");
+    let target_dir = profile_dir.parent().expect("target/");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(root())
+        .args([
+            "build",
+            "--lib",
+            "--message-format=json-render-diagnostics",
+            "--target-dir",
+        ])
+        .arg(target_dir);
+    if profile_dir.file_name().is_some_and(|p| p == "release") {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().expect("run cargo build --lib");
+    assert!(
+        out.status.success(),
+        "cargo build --lib failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (mut shared, mut stat) = (None, None);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if !line.contains("\"compiler-artifact\"") || !line.contains("\"name\":\"nanprop\"") {
+            continue;
+        }
+        for path in line.split('"').filter(|s| s.contains("libnanprop.")) {
+            let path = PathBuf::from(path);
+            match path.extension().and_then(|e| e.to_str()) {
+                Some("so") | Some("dylib") => shared = Some(path),
+                Some("a") => stat = Some(path),
+                _ => {}
+            }
+        }
+    }
+    (
+        shared.expect("cargo built libnanprop.so"),
+        stat.expect("cargo built libnanprop.a"),
+    )
 }
 
 fn compiler() -> cc::Tool {
@@ -39,9 +78,10 @@ fn c_sources() -> Vec<PathBuf> {
     v
 }
 
-/// Compiles `src` into `exe`, linked shared (with an rpath) or static.
-fn build(src: &Path, exe: &Path, shared: bool) {
-    let lib = lib_dir();
+/// Compiles `src` into `exe`, linked with the shared library (with an rpath) or the static one.
+fn build(src: &Path, exe: &Path, lib: &Path) {
+    let shared = lib.extension().is_some_and(|e| e != "a");
+    let dir = lib.parent().expect("library directory");
     let mut cmd = compiler().to_command();
     cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-g"])
         .arg("-I")
@@ -50,12 +90,11 @@ fn build(src: &Path, exe: &Path, shared: bool) {
         .arg("-o")
         .arg(exe);
     if shared {
-        cmd.arg(format!("-L{}", lib.display()))
+        cmd.arg(format!("-L{}", dir.display()))
             .arg("-lnanprop")
-            .arg(format!("-Wl,-rpath,{}", lib.display()));
+            .arg(format!("-Wl,-rpath,{}", dir.display()));
     } else {
-        cmd.arg(lib.join("libnanprop.a"))
-            .args(["-lpthread", "-ldl"]);
+        cmd.arg(lib).args(["-lpthread", "-ldl"]);
     }
     cmd.arg("-lm");
     let out = cmd.output().expect("run the C compiler");
@@ -90,16 +129,14 @@ fn run(exe: &Path) {
 fn c_programs_pass_linked_shared_and_static() {
     let sources = c_sources();
     assert!(sources.len() >= 3, "c_tests/ holds the C tests");
+    let (shared_lib, static_lib) = c_libraries();
     let out_dir = std::env::temp_dir().join(format!("nanprop-c-tests-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
     for src in &sources {
         let stem = src.file_stem().unwrap().to_string_lossy().to_string();
-        for shared in [true, false] {
-            let exe = out_dir.join(format!(
-                "{stem}-{}",
-                if shared { "shared" } else { "static" }
-            ));
-            build(src, &exe, shared);
+        for (lib, kind) in [(&shared_lib, "shared"), (&static_lib, "static")] {
+            let exe = out_dir.join(format!("{stem}-{kind}"));
+            build(src, &exe, lib);
             run(&exe);
         }
     }
