@@ -7,7 +7,7 @@
 //! leave its input `x` unchanged. A breach is an [`ErrorKind::BlackBox`] error naming the
 //! probe, never a wrong pattern.
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{reserve, Error, ErrorKind, Result};
 use crate::pattern::Pattern;
 use crate::probe::Probe;
 use crate::trace::{TraceOptions, TraceSession};
@@ -39,14 +39,23 @@ pub struct GuardedEvaluator {
 }
 
 impl GuardedEvaluator {
-    /// An evaluator at `x0` for m outputs.
-    pub fn new(x0: &[f64], m: usize) -> Self {
-        GuardedEvaluator {
-            x0: x0.to_vec(),
-            x: x0.to_vec(),
-            y: vec![0.0; m + GUARD],
+    /// An evaluator at `x0` for m outputs. Errors: out of memory for its buffers.
+    pub fn new(x0: &[f64], m: usize) -> Result<Self> {
+        let copy = |what| -> Result<Vec<f64>> {
+            let mut v = Vec::new();
+            reserve(&mut v, x0.len(), what)?;
+            v.extend_from_slice(x0);
+            Ok(v)
+        };
+        let mut y = Vec::new();
+        reserve(&mut y, m + GUARD, "output buffer")?;
+        y.resize(m + GUARD, 0.0);
+        Ok(GuardedEvaluator {
+            x0: copy("x0 copy")?,
+            x: copy("input buffer")?,
+            y,
             m,
-        }
+        })
     }
 
     /// Evaluates `f` at `x0` with `probe`'s tags; returns the m outputs.
@@ -103,7 +112,7 @@ pub fn trace(
     options: &TraceOptions,
 ) -> Result<Pattern> {
     let mut session = TraceSession::new(x0.len(), m, x0, options)?;
-    let mut ev = GuardedEvaluator::new(x0, m);
+    let mut ev = GuardedEvaluator::new(x0, m)?;
     loop {
         let ks = session.ask()?;
         if ks.is_empty() {

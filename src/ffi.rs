@@ -112,7 +112,8 @@ thread_local! {
 
 fn set_last_error(message: &str) {
     let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+    // try_with: during thread teardown the slot may be gone; the message is then dropped.
+    let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = c);
 }
 
 fn status_of(kind: ErrorKind) -> nanprop_status {
@@ -426,7 +427,9 @@ pub unsafe extern "C" fn nanprop_pattern_free(p: *mut nanprop_pattern) {
 /// stays valid until the next failing nanprop call on the same thread.
 #[no_mangle]
 pub extern "C" fn nanprop_last_error() -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
+    LAST_ERROR
+        .try_with(|e| e.borrow().as_ptr())
+        .unwrap_or(c"(error message unavailable during thread exit)".as_ptr())
 }
 
 /// A static description of a status code. Takes an int so that any value is safe; values that

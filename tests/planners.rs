@@ -335,7 +335,7 @@ fn payload_steps_are_batches_of_independent_probes() {
     let x0 = vec![0.3; n];
     let mut s = TraceSession::new(n, n, &x0, &TraceOptions::default()).unwrap();
     let mut f = Synthetic::new(&truth, Winner::Random, 11);
-    let mut ev = nanprop::driver::GuardedEvaluator::new(&x0, n);
+    let mut ev = nanprop::driver::GuardedEvaluator::new(&x0, n).unwrap();
     let mut largest_batch = 0;
     loop {
         let mut ks = s.ask().unwrap();
