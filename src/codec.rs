@@ -163,6 +163,13 @@ pub fn decode_f32(y: f32) -> Decoded {
 mod tests {
     use super::*;
 
+    /// A run-time `double -> float` conversion, as compiled code does it. `black_box` keeps
+    /// rustc from constant-folding the cast, which may canonicalise the NaN (Rust leaves NaN
+    /// payloads of casts unspecified; x86 `cvtsd2ss` keeps bits 50..29).
+    fn narrow(v: f64) -> f32 {
+        std::hint::black_box(v) as f32
+    }
+
     fn sample_ids() -> impl Iterator<Item = u32> {
         (1..5000)
             .chain((MAX_ID - 5000)..=MAX_ID)
@@ -227,7 +234,7 @@ mod tests {
     #[test]
     fn float_round_trip_keeps_the_id() {
         for id in sample_ids() {
-            let narrowed = encode(id) as f32;
+            let narrowed = narrow(encode(id));
             assert_eq!(decode_f32(narrowed), Decoded::Tagged(id), "id {id}");
             assert_eq!(
                 decode(f64::from(narrowed)),
@@ -240,7 +247,7 @@ mod tests {
     #[test]
     fn measured_float_trip_example() {
         // NAN_FACTS §2: 7FF9234567890ABC -> 7FC91A2B -> 7FF9234560000000.
-        let narrowed = f64::from_bits(0x7FF9_2345_6789_0ABC) as f32;
+        let narrowed = narrow(f64::from_bits(0x7FF9_2345_6789_0ABC));
         assert_eq!(narrowed.to_bits(), 0x7FC9_1A2B);
         assert_eq!(f64::from(narrowed).to_bits(), 0x7FF9_2345_6000_0000);
         assert_eq!(decode(f64::from(narrowed)), Decoded::ViaFloat(0x091A2B));

@@ -204,9 +204,11 @@ mod tests {
         let mut x = vec![0.0; n];
         p.write_tags(&mut x);
         let mut hits = vec![];
-        p.observe(&[1.0, 1.0], &[x[5], x[n - 1] as f32 as f64], |i, h| {
-            hits.push((i, h))
-        });
+        p.observe(
+            &[1.0, 1.0],
+            &[x[5], std::hint::black_box(x[n - 1]) as f32 as f64],
+            |i, h| hits.push((i, h)),
+        );
         assert_eq!(hits, vec![(0, Hit::Dep(5)), (1, Hit::Dep(n as u32 - 1))]);
     }
 

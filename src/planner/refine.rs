@@ -56,8 +56,15 @@ use bitvec::prelude::*;
 
 const NONE: u32 = u32::MAX;
 
-/// Steps with at least this many probes that compress nothing switch to one probe per column.
+/// The dense test looks at steps with at least this many blocks.
 const MIN_BLOCKS_FOR_DENSE_TEST: usize = 8;
+
+/// Coarse steps may spend at most `U / SPEND_DIVISOR + min(SPEND_SLACK, n / 4)` probes in all,
+/// U being the columns still unknown for some row; past that the planner finishes with one
+/// probe per column, so it never costs more than `n + n / SPEND_DIVISOR + SPEND_SLACK + 1`
+/// evaluations.
+const SPEND_DIVISOR: usize = 8;
+const SPEND_SLACK: usize = 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -89,9 +96,13 @@ pub struct Refine {
     cand_idx: Vec<u32>,
     /// For each candidate entry: the probe of the current step that tests it, or `NONE`.
     cand_probe: Vec<u32>,
-    /// (row, probe) pairs of the current step whose output changed, for rows with a candidate in
-    /// that probe.
-    hits: Vec<(u32, u32)>,
+    /// For each candidate entry: whether its row's output changed in the probe testing it.
+    cand_hit: BitVec,
+    /// Probes told so far.
+    spent: usize,
+    /// Of the candidates tested in the last step, the fraction whose output changed (1.0 before
+    /// any step): near 1 means the pattern is dense at that scale.
+    last_hit_rate: f64,
     /// Which probes of the current step were told.
     told: BitVec,
     /// In one-hot mode: the column of each probe, and which columns were told.
@@ -126,7 +137,9 @@ impl Refine {
             cand_probe: vec![NONE; cand_idx.len()],
             cand_ptr,
             cand_idx,
-            hits: Vec::new(),
+            cand_hit: BitVec::new(),
+            last_hit_rate: 1.0,
+            spent: 0,
             told: BitVec::new(),
             onehot_cols: Vec::new(),
             onehot_told: BitVec::new(),
@@ -155,8 +168,8 @@ impl Refine {
     fn absorb(&mut self) {
         match self.mode {
             Mode::Refining => {
-                self.hits.sort_unstable();
                 let leaf = self.shift == 0;
+                let (mut tested, mut changed) = (0usize, 0usize);
                 let mut w = 0;
                 let mut ptr = 0;
                 for i in 0..self.m {
@@ -166,15 +179,18 @@ impl Refine {
                         let c = self.cand_probe[e];
                         let keep = if c == NONE || !self.told[c as usize] {
                             true
-                        } else if self.hits.binary_search(&(i as u32, c)).is_ok() {
-                            if leaf {
-                                self.new_deps.push((i as u32, self.cand_idx[e]));
-                                false
-                            } else {
-                                true
-                            }
                         } else {
-                            false
+                            tested += 1;
+                            if self.cand_hit[e] {
+                                changed += 1;
+                                if leaf {
+                                    // Alone among the row's blocks in its probe: proven.
+                                    self.new_deps.push((i as u32, self.cand_idx[e]));
+                                }
+                                !leaf
+                            } else {
+                                false // unchanged: every column of the block is zero for row i
+                            }
                         };
                         if keep {
                             self.cand_idx[w] = self.cand_idx[e];
@@ -187,7 +203,10 @@ impl Refine {
                 self.cand_ptr[self.m] = w;
                 self.cand_idx.truncate(w);
                 self.cand_probe.truncate(w);
-                self.hits.clear();
+                self.cand_hit = bitvec![0; w];
+                if tested > 0 {
+                    self.last_hit_rate = changed as f64 / tested as f64;
+                }
             }
             Mode::OneHot => {
                 if self.onehot_told.count_ones() == self.onehot_cols.len() {
@@ -291,10 +310,11 @@ impl Refine {
     }
 
     /// Plans the step at the current level: marks probeable candidates, colors their blocks,
-    /// and returns the probes; or switches to one-hot when refining gains nothing. Returns
-    /// `None` when this level has nothing probeable.
+    /// and returns the probes; or switches to one probe per column when refining gains
+    /// nothing. Returns `None` when this level has nothing probeable.
     fn plan_level(&mut self) -> Result<Option<Vec<Probe>>> {
         let shift = self.shift;
+        let leaf = shift == 0;
         let nblocks = (self.n as u64).div_ceil(1u64 << shift) as usize;
         let mut probed = bitvec![0; nblocks];
         let mut is_cand = bitvec![0; nblocks];
@@ -330,30 +350,36 @@ impl Refine {
             .sum();
         drop(is_cand);
 
-        // Pass 2: each such row's blocks K_i (candidates and blocks of its dependencies) among
-        // the probed blocks, as CSR over rows_with_probe.
+        // Pass 2: each such row's probed blocks K_i, each flagged P (a probeable candidate) or
+        // Q (holds a known dependency), as CSR over rows_with_probe.
         let mut k_ptr = Vec::with_capacity(rows_with_probe.len() + 1);
         k_ptr.push(0usize);
         let mut k_idx: Vec<u32> = Vec::new();
-        let mut lower_bound = 0;
+        let mut k_is_p: BitVec = BitVec::new();
+        let mut max_q = 0;
         let mut work: u64 = 0;
         for &i in &rows_with_probe {
             let i = i as usize;
-            let cands = &self.cand_idx[self.cand_ptr[i]..self.cand_ptr[i + 1]];
-            let dep_blocks = self.deps(i).iter().map(|&d| d >> shift);
             let start = k_idx.len();
-            merge_sorted_unique(cands.iter().copied(), dep_blocks, |b| {
-                if probed[b as usize] {
-                    k_idx.push(b);
-                }
+            let cands = self.cand_ptr[i]..self.cand_ptr[i + 1];
+            let p_blocks = cands
+                .filter(|&e| self.cand_probe[e] != NONE)
+                .map(|e| self.cand_idx[e]);
+            let mut q_blocks: Vec<u32> = self.deps(i).iter().map(|&d| d >> shift).collect();
+            q_blocks.dedup();
+            let q_blocks = q_blocks.into_iter().filter(|&b| probed[b as usize]);
+            // P and Q are disjoint: a probeable block holds no dependency of the row.
+            merge_sorted_unique(p_blocks.map(|b| 2 * b + 1), q_blocks.map(|b| 2 * b), |t| {
+                k_idx.push(t >> 1);
+                k_is_p.push(t & 1 == 1);
             });
             let len = k_idx.len() - start;
-            lower_bound = lower_bound.max(len);
+            max_q = max_q.max(k_is_p[start..].count_zeros());
             work += (len as u64) * (len as u64);
             k_ptr.push(k_idx.len());
         }
         let work_limit = 64 * (k_idx.len() as u64) + 10_000_000;
-        if (shift > 0 && 2 * lower_bound >= unknown_cols) || work > work_limit {
+        if work > work_limit {
             return Ok(Some(self.start_onehot()?));
         }
 
@@ -367,43 +393,90 @@ impl Refine {
         }
         let mut t_idx = vec![0u32; k_idx.len()];
         let mut next = t_ptr.clone();
-        for r in 0..rows_with_probe.len() {
-            for &b in &k_idx[k_ptr[r]..k_ptr[r + 1]] {
-                t_idx[next[b as usize]] = r as u32;
-                next[b as usize] += 1;
-            }
+        for (t, &b) in k_idx.iter().enumerate() {
+            // The entry itself, so that its row and its P/Q flag are known.
+            t_idx[next[b as usize]] = t as u32;
+            next[b as usize] += 1;
         }
         drop(next);
+        let k_row: Vec<u32> = (0..rows_with_probe.len())
+            .flat_map(|r| std::iter::repeat_n(r as u32, k_ptr[r + 1] - k_ptr[r]))
+            .collect();
 
-        // Greedy partial distance-2 coloring of the probed blocks, natural order.
+        // Greedy coloring of the probed blocks in natural order. A P block and a Q block of one
+        // row in one probe cost the row that P block's information: a hard conflict. Two P
+        // blocks of one row may share a probe (an unchanged output proves both zero): a soft
+        // conflict, counted. At the last level every conflict is hard, so the coloring is a
+        // proper partial distance-2 coloring and every tested candidate is resolved. At coarse
+        // levels the palette is capped: when the hard conflicts allow no proper coloring within
+        // the cap, a block takes the color with the fewest conflicts.
+        let cap = if leaf {
+            usize::MAX
+        } else {
+            (2 * max_q + 2).max(4)
+        };
         let mut color = vec![NONE; nblocks];
-        let mut stamp: Vec<u32> = Vec::new();
-        let mut colors = 0usize;
+        let (mut stamp, mut hard, mut soft): (Vec<u32>, Vec<u32>, Vec<u32>) =
+            (vec![], vec![], vec![]);
         for b in probed.iter_ones() {
             let mark = b as u32;
-            for &r in &t_idx[t_ptr[b]..t_ptr[b + 1]] {
-                let r = r as usize;
-                for &w in &k_idx[k_ptr[r]..k_ptr[r + 1]] {
-                    let c = color[w as usize];
-                    if c != NONE {
-                        stamp[c as usize] = mark;
+            for &t in &t_idx[t_ptr[b]..t_ptr[b + 1]] {
+                let (t, r) = (t as usize, k_row[t as usize] as usize);
+                let b_is_p = k_is_p[t];
+                for u in k_ptr[r]..k_ptr[r + 1] {
+                    let c = color[k_idx[u] as usize];
+                    if c == NONE {
+                        continue;
+                    }
+                    let c = c as usize;
+                    if stamp[c] != mark {
+                        (stamp[c], hard[c], soft[c]) = (mark, 0, 0);
+                    }
+                    match (b_is_p, k_is_p[u]) {
+                        (true, false) | (false, true) => hard[c] += 1,
+                        (true, true) if leaf => hard[c] += 1,
+                        (true, true) => soft[c] += 1,
+                        (false, false) => {}
                     }
                 }
             }
-            let c = stamp.iter().position(|&s| s != mark).unwrap_or(stamp.len());
-            if c == stamp.len() {
-                stamp.push(NONE);
-            }
+            let cost = |c: usize| {
+                if stamp[c] == mark {
+                    (hard[c], soft[c])
+                } else {
+                    (0, 0)
+                }
+            };
+            let best = (0..stamp.len()).min_by_key(|&c| cost(c));
+            let c = match best {
+                Some(c) if cost(c).0 == 0 || stamp.len() >= cap => c,
+                _ => {
+                    stamp.push(NONE);
+                    hard.push(0);
+                    soft.push(0);
+                    stamp.len() - 1
+                }
+            };
             color[b] = c as u32;
-            colors = colors.max(c + 1);
         }
-        drop((t_ptr, t_idx, k_ptr, k_idx));
+        let colors = stamp.len();
+        drop((t_ptr, t_idx, k_ptr, k_idx, k_is_p, k_row));
 
+        // Dense at this scale: the coloring compresses nothing and the last step's tested
+        // candidates nearly all changed. Refining further would cost more than one probe per
+        // remaining column.
         let probed_blocks = probed.count_ones();
-        if shift > 0
-            && (2 * colors >= unknown_cols
-                || (colors == probed_blocks && probed_blocks >= MIN_BLOCKS_FOR_DENSE_TEST))
-        {
+        // Dense at this scale: some row already has known dependencies in at least 3/4 of the
+        // blocks, or the coloring compresses nothing while nearly every tested block changed.
+        let dense = probed_blocks >= MIN_BLOCKS_FOR_DENSE_TEST
+            && (4 * max_q >= 3 * probed_blocks
+                || (colors == probed_blocks && self.last_hit_rate >= 0.9));
+        if std::env::var_os("NANPROP_DEBUG").is_some() {
+            eprintln!("shift {shift} blocks {probed_blocks} colors {colors} cap {cap} max_q {max_q} U {unknown_cols} hit_rate {:.2} spent {}", self.last_hit_rate, self.spent);
+        }
+        let slack = SPEND_SLACK.min(self.n / 4);
+        let over_allowance = self.spent + colors > unknown_cols / SPEND_DIVISOR + slack;
+        if (leaf && colors >= unknown_cols) || (!leaf && (dense || over_allowance)) {
             return Ok(Some(self.start_onehot()?));
         }
 
@@ -418,6 +491,7 @@ impl Refine {
                 self.cand_probe[e] = color[self.cand_idx[e] as usize];
             }
         }
+        self.cand_hit = bitvec![0; self.cand_idx.len()];
         self.told = bitvec![0; colors];
         Ok(Some(
             cols.into_iter().map(|c| Probe::new(c, self.n)).collect(),
@@ -503,8 +577,9 @@ impl Planner for Refine {
 
     fn tell(&mut self, k: usize, probe: &Probe, y: &[f64]) -> usize {
         self.told.set(k, true);
+        self.spent += 1;
         let mode = self.mode;
-        let (new_deps, hits) = (&mut self.new_deps, &mut self.hits);
+        let (new_deps, cand_hit) = (&mut self.new_deps, &mut self.cand_hit);
         let (cand_ptr, cand_probe) = (&self.cand_ptr, &self.cand_probe);
         let via_float = probe.observe(&self.baseline, y, |i, hit| match mode {
             Mode::OneHot => new_deps.push((i, probe.cols()[0])),
@@ -512,9 +587,10 @@ impl Planner for Refine {
                 if let Hit::Dep(j) = hit {
                     new_deps.push((i, j));
                 }
-                let row = &cand_probe[cand_ptr[i as usize]..cand_ptr[i as usize + 1]];
-                if row.contains(&(k as u32)) {
-                    hits.push((i, k as u32));
+                let start = cand_ptr[i as usize];
+                let row = &cand_probe[start..cand_ptr[i as usize + 1]];
+                for (e, _) in row.iter().enumerate().filter(|(_, &c)| c == k as u32) {
+                    cand_hit.set(start + e, true);
                 }
             }
         });

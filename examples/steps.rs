@@ -1,0 +1,62 @@
+//! Prints the probes of each planner step for a few synthetic families (a development aid).
+use nanprop::synthetic::{self, Synthetic, Winner};
+use nanprop::{driver::GuardedEvaluator, TraceOptions, TraceSession};
+
+fn main() {
+    let which: Vec<String> = std::env::args().skip(1).collect();
+    let n: usize = which.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000);
+    let truth = match which.first().map(|s| s.as_str()).unwrap_or("tri") {
+        "tri" => synthetic::banded(n, 1),
+        "band" => synthetic::banded(n, 5),
+        "block" => synthetic::block_diagonal(n, 10),
+        "stencil" => synthetic::stencil_2d((n as f64).sqrt() as usize),
+        "random" => synthetic::random_sparse(n, n, 5, 42),
+        "arrow" => synthetic::arrowhead(n),
+        "dense" => synthetic::dense(n, n),
+        "demo" => {
+            let x0 = nanprop::demo::demo_x0();
+            let mut f = nanprop::demo::demo_blackbox;
+            nanprop::trace(
+                &mut f,
+                nanprop::demo::DEMO_M,
+                &x0,
+                &TraceOptions {
+                    strategy: nanprop::Strategy::OneHot,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+        }
+        "mid" => {
+            let mut rng = nanprop::synthetic::Rng::new(7);
+            let d: usize = which.get(2).and_then(|s| s.parse().ok()).unwrap_or(25);
+            synthetic::from_rows(n / 2, n, |_, r| {
+                r.extend((0..n).filter(|_| rng.below(100) < d))
+            })
+        }
+        _ => panic!("family"),
+    };
+    let (n, m) = (truth.cols(), truth.rows());
+    let x0 = vec![1.0; n];
+    let mut s = TraceSession::new(n, m, &x0, &TraceOptions::default()).unwrap();
+    let mut f = Synthetic::new(&truth, Winner::Random, 1);
+    let mut ev = GuardedEvaluator::new(&x0, m).unwrap();
+    let mut steps = vec![];
+    loop {
+        let ks = s.ask().unwrap();
+        if ks.is_empty() {
+            break;
+        }
+        steps.push(ks.len());
+        for k in ks {
+            let y = ev.eval(&mut f, s.probe(k)).unwrap().to_vec();
+            s.tell(k, &y).unwrap();
+        }
+    }
+    let p = s.finish().unwrap();
+    let exact = p.col_idx() == truth.col_idx() && p.row_ptr() == truth.row_ptr();
+    println!(
+        "evaluations {} exact {exact} steps {:?}",
+        p.report.evaluations, steps
+    );
+}
