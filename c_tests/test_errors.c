@@ -17,6 +17,14 @@ static int fails_third(void *ud, size_t n, const double *x, size_t m, double *y)
     return ++*calls == 3 ? 5 : 0;
 }
 
+/* Casts away const and overwrites x[2], as some legacy codes do with their arguments. */
+static int writes_input(void *ud, size_t n, const double *x, size_t m, double *y) {
+    (void)ud; (void)m;
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    ((double *)x)[2] = 0.0;
+    return 0;
+}
+
 /* Output 1 is NaN at every point (sqrt of a negative number). */
 static int nan_output(void *ud, size_t n, const double *x, size_t m, double *y) {
     (void)ud; (void)n; (void)m;
@@ -79,6 +87,11 @@ int main(void) {
     CHECK(p == NULL);
     CHECK(error_mentions("returned 5"));
     CHECK(error_mentions("input 1"));
+
+    /* A black box that writes to its input: an error naming the input. */
+    CHECK_STATUS(nanprop_trace(writes_input, NULL, 3, 3, x0, NULL, &p), NANPROP_ERR_BLACKBOX);
+    CHECK(error_mentions("changed its input x[2]"));
+    CHECK(x0[2] == 3.0); /* the caller's x0 is never handed to the black box */
 
     /* An output NaN at x0: reported, its row dense; or an error if asked. */
     CHECK_STATUS(nanprop_trace(nan_output, NULL, 3, 3, x0, NULL, &p), NANPROP_OK);

@@ -1,7 +1,8 @@
 //! Benchmark program: evaluations, library time and peak memory of each strategy on synthetic
 //! pattern families. Prints Markdown tables (the README's tables come from here).
 //!
-//! `cargo run --release --bin nanprop-bench` runs the full set; `-- --quick` the small sizes.
+//! `cargo run --release --bin nanprop-bench` runs the full set; `-- --quick` the small sizes;
+//! `-- --only TEXT` the cases whose family name and n contain TEXT (e.g. `"tridiagonal 1000000"`).
 //! Library time is the wall time of the trace minus the time spent inside the synthetic black
 //! box. Peak memory is the largest number of bytes allocated at once during the trace, beyond
 //! what was allocated before it started (the true pattern and the point x0), counted by a
@@ -158,8 +159,18 @@ fn print_table(title: &str, rows: &[Row]) {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let cases = cases(quick);
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    // --only SUBSTRING: run only the families whose name (with n) contains it, e.g. "tridiagonal".
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let mut cases = cases(quick);
+    if let Some(only) = &only {
+        cases.retain(|(name, t)| format!("{name} {}", t.cols()).contains(only.as_str()));
+    }
     for (title, strategy) in [
         ("one-hot", Strategy::OneHot),
         ("chunked (8 inputs per probe)", Strategy::Chunked),
