@@ -61,10 +61,41 @@ impl GuardedEvaluator {
         })
     }
 
+    /// Moves the evaluator to another point (n values), without allocating.
+    pub fn set_point(&mut self, x0: &[f64]) {
+        self.x0.copy_from_slice(x0);
+        self.x.copy_from_slice(x0);
+    }
+
     /// Evaluates `f` at `x0` with `probe`'s tags; returns the m outputs.
     pub fn eval(&mut self, f: &mut dyn BlackBox, probe: &Probe) -> Result<&[f64]> {
-        let m = self.m;
         probe.write_tags(&mut self.x);
+        self.run(f, probe.cols(), || probe.describe())
+    }
+
+    /// Evaluates `f` at `x0` with input `j` of `cols` set to `value(j)`; `describe` names the
+    /// evaluation in error messages.
+    pub fn eval_shifted(
+        &mut self,
+        f: &mut dyn BlackBox,
+        cols: &[u32],
+        value: impl Fn(usize) -> f64,
+        describe: impl Fn() -> String,
+    ) -> Result<&[f64]> {
+        for &c in cols {
+            self.x[c as usize] = value(c as usize);
+        }
+        self.run(f, cols, describe)
+    }
+
+    /// Calls `f` on the prepared input, puts `x0` back at `touched`, and checks the contract.
+    fn run(
+        &mut self,
+        f: &mut dyn BlackBox,
+        touched: &[u32],
+        describe: impl Fn() -> String,
+    ) -> Result<&[f64]> {
+        let m = self.m;
         self.sent.copy_from_slice(&self.x);
         self.y.fill(f64::from_bits(UNWRITTEN));
         let status = f.eval(&self.x, &mut self.y[..m]);
@@ -76,26 +107,25 @@ impl GuardedEvaluator {
         if changed.is_some() {
             self.x.copy_from_slice(&self.x0);
         } else {
-            probe.restore(&self.x0, &mut self.x);
+            for &c in touched {
+                self.x[c as usize] = self.x0[c as usize];
+            }
         }
         let fail = |msg: String| Err(Error::new(ErrorKind::BlackBox, msg));
         if let Err(code) = status {
-            return fail(format!(
-                "the black box returned {code} on {}",
-                probe.describe()
-            ));
+            return fail(format!("the black box returned {code} on {}", describe()));
         }
         if let Some(j) = changed {
             return fail(format!(
                 "the black box changed its input x[{j}] on {}",
-                probe.describe()
+                describe()
             ));
         }
         if self.y[m..].iter().any(|v| v.to_bits() != UNWRITTEN) {
             return fail(format!(
                 "the black box wrote past y[{}] (m = {m}) on {}",
                 m - 1,
-                probe.describe()
+                describe()
             ));
         }
         if let Some(i) = self.y[..m]
@@ -104,7 +134,7 @@ impl GuardedEvaluator {
         {
             return fail(format!(
                 "the black box did not write y[{i}] (or read it before writing it) on {}",
-                probe.describe()
+                describe()
             ));
         }
         Ok(&self.y[..m])

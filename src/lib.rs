@@ -40,10 +40,12 @@
 //! changes the value, but not one whose branch gives the same value at x0.
 
 pub mod codec;
+pub mod coloring;
 pub mod demo;
 pub mod driver;
 pub mod error;
 pub mod ffi;
+pub mod jacobian;
 pub mod pattern;
 pub mod planner;
 pub mod probe;

@@ -96,6 +96,35 @@ impl Pattern {
     pub fn nonfinite_rows(&self) -> &[u32] {
         &self.nonfinite_rows
     }
+    /// The pattern by columns (CSC): `col_ptr` (n + 1) and the row indices of each column,
+    /// increasing, plus for each CSC entry its position in the CSR order (so values stored in
+    /// CSR order can be read column by column). O(nnz + n).
+    pub fn transpose(&self) -> Transposed {
+        let mut col_ptr = vec![0usize; self.n + 1];
+        for &j in &self.col_idx {
+            col_ptr[j as usize + 1] += 1;
+        }
+        for j in 0..self.n {
+            col_ptr[j + 1] += col_ptr[j];
+        }
+        let mut next = col_ptr.clone();
+        let mut row_idx = vec![0u32; self.nnz()];
+        let mut csr_pos = vec![0usize; self.nnz()];
+        for i in 0..self.m {
+            for k in self.row_ptr[i]..self.row_ptr[i + 1] {
+                let j = self.col_idx[k] as usize;
+                row_idx[next[j]] = i as u32;
+                csr_pos[next[j]] = k;
+                next[j] += 1;
+            }
+        }
+        Transposed {
+            col_ptr,
+            row_idx,
+            csr_pos,
+        }
+    }
+
     /// Largest number of entries in one row: a lower bound on the colors of any column coloring.
     pub fn max_row_nnz(&self) -> usize {
         self.row_ptr
@@ -166,6 +195,24 @@ impl Pattern {
             nonfinite_rows: Vec::new(),
             report: TraceReport::default(),
         })
+    }
+}
+
+/// A pattern by columns, from [`Pattern::transpose`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transposed {
+    /// Column pointers, n + 1 entries.
+    pub col_ptr: Vec<usize>,
+    /// Row indices of each column, increasing.
+    pub row_idx: Vec<u32>,
+    /// For each entry, its position in the CSR order.
+    pub csr_pos: Vec<usize>,
+}
+
+impl Transposed {
+    /// The rows of column `j`.
+    pub fn col(&self, j: usize) -> &[u32] {
+        &self.row_idx[self.col_ptr[j]..self.col_ptr[j + 1]]
     }
 }
 

@@ -1,0 +1,374 @@
+//! Sparse Jacobians by compressed finite differences.
+//!
+//! Columns of one color share no row ([`crate::coloring`]), so one evaluation with all of them
+//! perturbed gives, in each row, the difference due to at most one of them. A forward Jacobian
+//! costs `colors + 1` evaluations (`colors` when f(x) is supplied), a central one `2 colors`.
+//!
+//! # Shape
+//!
+//! As PETSc's `MatFDColoring`: a [`JacobianPlan`] is made once from a pattern and options (the
+//! coloring and the decompression map are computed there) and evaluated at many points; an
+//! evaluation allocates nothing.
+//!
+//! # Steps
+//!
+//! Default, per column: `h_j = sqrt(eps) * max(|x_j|, 1)` for forward differences and
+//! `cbrt(eps) * max(|x_j|, 1)` for central ones, with the sign of `x_j` (+ at 0), as SciPy does.
+//! A relative step `r` gives `r * max(|x_j|, 1)` with that sign; an absolute step is used as
+//! given. Either may be one number or one per column. The step taken is the one the arithmetic
+//! really makes, `(x_j + h_j) - x_j`; a step that vanishes is an error.
+//!
+//! # Checks
+//!
+//! Rows with entries must be finite at x (else [`ErrorKind::BaselineNotFinite`]); an
+//! evaluation that turns one of them non-finite is an [`ErrorKind::BlackBox`] error naming the
+//! column group, never a NaN in the Jacobian.
+
+use crate::coloring::{self, Coloring, ColoringOptions};
+use crate::driver::{BlackBox, GuardedEvaluator};
+use crate::error::{Error, ErrorKind, Result};
+use crate::pattern::Pattern;
+
+/// Forward or central differences.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Difference {
+    /// `(f(x + h) - f(x)) / h`: first order, `colors + 1` evaluations.
+    #[default]
+    Forward,
+    /// `(f(x + h) - f(x - h)) / 2h`: second order, `2 colors` evaluations.
+    Central,
+}
+
+/// How the step of each column is chosen.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub enum Step {
+    /// `sqrt(eps)` (forward) or `cbrt(eps)` (central), relative.
+    #[default]
+    Default,
+    /// `r * max(|x_j|, 1)` with the sign of `x_j`.
+    Relative(f64),
+    /// `h` as given.
+    Absolute(f64),
+    /// Relative, one per column.
+    RelativePerColumn(Vec<f64>),
+    /// Absolute, one per column.
+    AbsolutePerColumn(Vec<f64>),
+}
+
+/// Where the values go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// nnz values in the pattern's CSR order.
+    #[default]
+    Csr,
+    /// nnz values in CSC order ([`Pattern::transpose`]).
+    Csc,
+    /// m x n values, column-major, leading dimension m (zeros outside the pattern).
+    DenseColumnMajor,
+}
+
+/// Options of a [`JacobianPlan`].
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct JacobianOptions {
+    /// Forward or central.
+    pub difference: Difference,
+    /// Step rule.
+    pub step: Step,
+    /// Output layout.
+    pub layout: Layout,
+    /// How columns are colored.
+    pub coloring: ColoringOptions,
+}
+
+/// A reusable compressed finite-difference Jacobian for one pattern (see the module docs).
+pub struct JacobianPlan {
+    m: usize,
+    n: usize,
+    options: JacobianOptions,
+    coloring: Coloring,
+    /// Columns of each color group (CSR over groups).
+    group_ptr: Vec<usize>,
+    group_cols: Vec<u32>,
+    /// Entries of each group: row, column and output position (CSR over groups).
+    entry_ptr: Vec<usize>,
+    entry_row: Vec<u32>,
+    entry_col: Vec<u32>,
+    entry_out: Vec<usize>,
+    /// Rows holding at least one entry (they must stay finite).
+    row_has_entry: Vec<bool>,
+    values_len: usize,
+    evaluator: GuardedEvaluator,
+    f0: Vec<f64>,
+    step_plus: Vec<f64>,
+    step_minus: Vec<f64>,
+}
+
+impl JacobianPlan {
+    /// A plan for the Jacobian of f: R^n -> R^m with pattern `p`. Colors the columns.
+    /// Errors: per-column steps of the wrong length, a step that is zero or not finite, a dense
+    /// layout whose m * n overflows.
+    pub fn new(p: &Pattern, options: &JacobianOptions) -> Result<Self> {
+        let (m, n) = (p.rows(), p.cols());
+        match &options.step {
+            Step::RelativePerColumn(v) | Step::AbsolutePerColumn(v) if v.len() != n => {
+                return Err(Error::invalid(format!(
+                    "{} per-column steps given, expected n = {n}",
+                    v.len()
+                )))
+            }
+            _ => {}
+        }
+        let bad_step = |h: f64| !h.is_finite() || h == 0.0;
+        let bad = match &options.step {
+            Step::Default => None,
+            Step::Relative(h) | Step::Absolute(h) => bad_step(*h).then_some((0, *h)),
+            Step::RelativePerColumn(v) | Step::AbsolutePerColumn(v) => {
+                v.iter().position(|&h| bad_step(h)).map(|j| (j, v[j]))
+            }
+        };
+        if let Some((j, h)) = bad {
+            return Err(Error::invalid(format!(
+                "step {h} (column {j}) must be finite and nonzero"
+            )));
+        }
+        let values_len = match options.layout {
+            Layout::Csr | Layout::Csc => p.nnz(),
+            Layout::DenseColumnMajor => m.checked_mul(n).ok_or_else(|| {
+                Error::invalid(format!("a dense {m} x {n} Jacobian does not fit in memory"))
+            })?,
+        };
+        let coloring = coloring::color(p, &options.coloring);
+        let (group_ptr, group_cols) = coloring.groups();
+        let t = p.transpose();
+        // Entries grouped by color: the columns of a group in order, each with its rows.
+        let mut entry_ptr = vec![0usize; coloring.num_colors + 1];
+        let (mut entry_row, mut entry_col, mut entry_out) = (
+            Vec::with_capacity(p.nnz()),
+            Vec::with_capacity(p.nnz()),
+            Vec::with_capacity(p.nnz()),
+        );
+        for g in 0..coloring.num_colors {
+            for &j in &group_cols[group_ptr[g]..group_ptr[g + 1]] {
+                let j = j as usize;
+                for k in t.col_ptr[j]..t.col_ptr[j + 1] {
+                    let i = t.row_idx[k] as usize;
+                    entry_row.push(i as u32);
+                    entry_col.push(j as u32);
+                    entry_out.push(match options.layout {
+                        Layout::Csr => t.csr_pos[k],
+                        Layout::Csc => k,
+                        Layout::DenseColumnMajor => i + j * m,
+                    });
+                }
+            }
+            entry_ptr[g + 1] = entry_row.len();
+        }
+        let mut row_has_entry = vec![false; m];
+        (0..m).for_each(|i| row_has_entry[i] = !p.row(i).is_empty());
+        Ok(JacobianPlan {
+            m,
+            n,
+            options: options.clone(),
+            coloring,
+            group_ptr,
+            group_cols,
+            entry_ptr,
+            entry_row,
+            entry_col,
+            entry_out,
+            row_has_entry,
+            values_len,
+            evaluator: GuardedEvaluator::new(&vec![0.0; n], m)?,
+            f0: vec![0.0; m],
+            step_plus: vec![0.0; n],
+            step_minus: vec![0.0; n],
+        })
+    }
+
+    /// The column coloring.
+    pub fn coloring(&self) -> &Coloring {
+        &self.coloring
+    }
+
+    /// Number of values [`JacobianPlan::evaluate`] writes.
+    pub fn values_len(&self) -> usize {
+        self.values_len
+    }
+
+    /// Evaluations one Jacobian costs (`with_fx`: f(x) supplied).
+    pub fn evaluations_per_jacobian(&self, with_fx: bool) -> usize {
+        match self.options.difference {
+            Difference::Forward => self.coloring.num_colors + usize::from(!with_fx),
+            Difference::Central => 2 * self.coloring.num_colors,
+        }
+    }
+
+    /// The nominal step of column `j` at `x_j` (before rounding to what the arithmetic makes).
+    fn nominal_step(&self, j: usize, xj: f64) -> f64 {
+        let sign = if xj < 0.0 { -1.0 } else { 1.0 };
+        let scale = xj.abs().max(1.0) * sign;
+        match &self.options.step {
+            Step::Default => match self.options.difference {
+                Difference::Forward => f64::EPSILON.sqrt() * scale,
+                Difference::Central => f64::EPSILON.cbrt() * scale,
+            },
+            Step::Relative(r) => r * scale,
+            Step::Absolute(h) => *h,
+            Step::RelativePerColumn(v) => v[j] * scale,
+            Step::AbsolutePerColumn(v) => v[j],
+        }
+    }
+
+    /// The Jacobian at `x` into `values` ([`JacobianPlan::values_len`] of them, in the plan's
+    /// layout). `fx`, if given, is f(x) and saves one evaluation of a forward Jacobian. Returns
+    /// the number of evaluations made. Allocates nothing (except for an error message).
+    ///
+    /// Errors: wrong lengths or a non-finite x or fx ([`ErrorKind::InvalidArgument`]); a row
+    /// with entries not finite at x ([`ErrorKind::BaselineNotFinite`]); the black box failing,
+    /// breaking its contract, or turning a row non-finite ([`ErrorKind::BlackBox`]).
+    pub fn evaluate(
+        &mut self,
+        f: &mut dyn BlackBox,
+        x: &[f64],
+        fx: Option<&[f64]>,
+        values: &mut [f64],
+    ) -> Result<usize> {
+        let (m, n) = (self.m, self.n);
+        if x.len() != n {
+            return Err(Error::invalid(format!(
+                "x has {} entries, expected n = {n}",
+                x.len()
+            )));
+        }
+        if values.len() != self.values_len {
+            return Err(Error::invalid(format!(
+                "values has {} entries, expected {}",
+                values.len(),
+                self.values_len
+            )));
+        }
+        if let Some(j) = x.iter().position(|v| !v.is_finite()) {
+            return Err(Error::invalid(format!("x[{j}] = {} is not finite", x[j])));
+        }
+        if let Some(fx) = fx {
+            if fx.len() != m {
+                return Err(Error::invalid(format!(
+                    "fx has {} entries, expected m = {m}",
+                    fx.len()
+                )));
+            }
+        }
+        for (j, &xj) in x.iter().enumerate() {
+            let h = self.nominal_step(j, xj);
+            self.step_plus[j] = (xj + h) - xj;
+            self.step_minus[j] = xj - (xj - h);
+            if self.step_plus[j] == 0.0 || self.step_minus[j] == 0.0 {
+                return Err(Error::invalid(format!(
+                    "the step {h} for column {j} vanishes at x[{j}] = {xj} (too small to change it)"
+                )));
+            }
+        }
+        self.evaluator.set_point(x);
+        let mut evaluations = 0;
+        let forward = self.options.difference == Difference::Forward;
+        if forward {
+            match fx {
+                Some(fx) => self.f0.copy_from_slice(fx),
+                None => {
+                    let y = self.evaluator.eval_shifted(
+                        f,
+                        &[],
+                        |_| 0.0,
+                        || "the evaluation at x".to_string(),
+                    )?;
+                    self.f0.copy_from_slice(y);
+                    evaluations += 1;
+                }
+            }
+            if let Some(i) = (0..m).find(|&i| self.row_has_entry[i] && !self.f0[i].is_finite()) {
+                return Err(Error::new(
+                    ErrorKind::BaselineNotFinite,
+                    format!(
+                        "f(x) has y[{i}] = {}: rows with entries must be finite",
+                        self.f0[i]
+                    ),
+                ));
+            }
+        }
+        if self.options.layout == Layout::DenseColumnMajor {
+            values.fill(0.0);
+        }
+        for g in 0..self.coloring.num_colors {
+            let cols = &self.group_cols[self.group_ptr[g]..self.group_ptr[g + 1]];
+            let entries = self.entry_ptr[g]..self.entry_ptr[g + 1];
+            let describe = |sign: &str| {
+                let shown: Vec<String> = cols.iter().take(8).map(|c| c.to_string()).collect();
+                let more = if cols.len() > 8 { ", ..." } else { "" };
+                format!(
+                    "the {sign} evaluation of column group {g} (columns {}{more})",
+                    shown.join(", ")
+                )
+            };
+            let (sp, sm) = (&self.step_plus, &self.step_minus);
+            let y = self
+                .evaluator
+                .eval_shifted(f, cols, |j| x[j] + sp[j], || describe("+h"))?;
+            evaluations += 1;
+            for e in entries.clone() {
+                let i = self.entry_row[e] as usize;
+                if !y[i].is_finite() {
+                    return Err(Error::new(
+                        ErrorKind::BlackBox,
+                        format!(
+                            "y[{i}] = {} on {}: the black box is not finite there",
+                            y[i],
+                            describe("+h")
+                        ),
+                    ));
+                }
+                values[self.entry_out[e]] = if forward {
+                    (y[i] - self.f0[i]) / sp[self.entry_col[e] as usize]
+                } else {
+                    y[i] // f(x + h) for now; the difference comes after the -h evaluation
+                };
+            }
+            if !forward {
+                let y =
+                    self.evaluator
+                        .eval_shifted(f, cols, |j| x[j] - sm[j], || describe("-h"))?;
+                evaluations += 1;
+                for e in entries {
+                    let (i, j, out) = (
+                        self.entry_row[e] as usize,
+                        self.entry_col[e] as usize,
+                        self.entry_out[e],
+                    );
+                    if !y[i].is_finite() {
+                        return Err(Error::new(
+                            ErrorKind::BlackBox,
+                            format!(
+                                "y[{i}] = {} on {}: the black box is not finite there",
+                                y[i],
+                                describe("-h")
+                            ),
+                        ));
+                    }
+                    values[out] = (values[out] - y[i]) / (sp[j] + sm[j]);
+                }
+            }
+        }
+        Ok(evaluations)
+    }
+}
+
+/// One Jacobian with a fresh plan (colors the pattern, then evaluates). For many points, keep a
+/// [`JacobianPlan`].
+pub fn jacobian(
+    f: &mut dyn BlackBox,
+    x: &[f64],
+    p: &Pattern,
+    options: &JacobianOptions,
+    values: &mut [f64],
+) -> Result<usize> {
+    JacobianPlan::new(p, options)?.evaluate(f, x, None, values)
+}
