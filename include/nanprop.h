@@ -68,6 +68,86 @@
 #define NANPROP_OPTIONS_VERSION 1
 
 /**
+ * Coloring order: the best of all orders, stopping at the lower bound (default).
+ */
+#define NANPROP_ORDER_BEST 0
+
+/**
+ * Coloring order: natural (column index).
+ */
+#define NANPROP_ORDER_NATURAL 1
+
+/**
+ * Coloring order: largest distance-2 degree first.
+ */
+#define NANPROP_ORDER_LARGEST_FIRST 2
+
+/**
+ * Coloring order: smallest-last.
+ */
+#define NANPROP_ORDER_SMALLEST_LAST 3
+
+/**
+ * Coloring order: incidence degree.
+ */
+#define NANPROP_ORDER_INCIDENCE_DEGREE 4
+
+/**
+ * Coloring order: dynamic largest-first.
+ */
+#define NANPROP_ORDER_DYNAMIC_LARGEST_FIRST 5
+
+/**
+ * Coloring order: random, from `seed`.
+ */
+#define NANPROP_ORDER_RANDOM 6
+
+/**
+ * The version of `nanprop_coloring_options` this header describes.
+ */
+#define NANPROP_COLORING_OPTIONS_VERSION 1
+
+/**
+ * Forward differences: colors + 1 evaluations (colors when f(x) is supplied), first order.
+ */
+#define NANPROP_DIFFERENCE_FORWARD 0
+
+/**
+ * Central differences: 2 colors evaluations, second order.
+ */
+#define NANPROP_DIFFERENCE_CENTRAL 1
+
+/**
+ * Values in the pattern's CSR order (nnz values).
+ */
+#define NANPROP_LAYOUT_CSR 0
+
+/**
+ * Values in CSC order (nnz values; structure from `nanprop_pattern_csc`).
+ */
+#define NANPROP_LAYOUT_CSC 1
+
+/**
+ * Dense column-major m x n values, leading dimension m, zeros outside the pattern (Fortran).
+ */
+#define NANPROP_LAYOUT_DENSE_COLUMN_MAJOR 2
+
+/**
+ * Step relative to max(|x_j|, 1), with the sign of x_j.
+ */
+#define NANPROP_STEP_RELATIVE 0
+
+/**
+ * Step used as given.
+ */
+#define NANPROP_STEP_ABSOLUTE 1
+
+/**
+ * The version of `nanprop_jacobian_options` this header describes.
+ */
+#define NANPROP_JACOBIAN_OPTIONS_VERSION 1
+
+/**
  * Status code of every fallible nanprop function.
  */
 typedef enum {
@@ -98,6 +178,12 @@ typedef enum {
    */
   NANPROP_ERR_INTERNAL = 5,
 } nanprop_status;
+
+/**
+ * A reusable Jacobian plan: a pattern, its coloring and buffers. Opaque; free with
+ * `nanprop_jacobian_plan_free`. Not for use by two threads at once.
+ */
+typedef struct nanprop_jacobian_plan nanprop_jacobian_plan;
 
 /**
  * A traced (or given) sparsity pattern. Opaque; free with `nanprop_pattern_free`.
@@ -144,6 +230,73 @@ typedef struct {
  * past y[m-1], and must not change x.
  */
 typedef int (*nanprop_blackbox)(void *user_data, size_t n, const double *x, size_t m, double *y);
+
+/**
+ * Options of `nanprop_coloring`. Start from `nanprop_coloring_options_init`.
+ */
+typedef struct {
+  /**
+   * sizeof(nanprop_coloring_options) as the caller compiled it.
+   */
+  size_t struct_size;
+  /**
+   * NANPROP_COLORING_OPTIONS_VERSION as the caller compiled it.
+   */
+  uint32_t version;
+  /**
+   * One of the NANPROP_ORDER_* values (default NANPROP_ORDER_BEST).
+   */
+  uint32_t order;
+  /**
+   * Seed of the random order and of recoloring (default 0).
+   */
+  uint64_t seed;
+  /**
+   * Rounds of iterated greedy recoloring after the order (default 16; 0 for none).
+   */
+  uint32_t recolor_iterations;
+} nanprop_coloring_options;
+
+/**
+ * Options of `nanprop_jacobian` and `nanprop_jacobian_plan_create`. Start from
+ * `nanprop_jacobian_options_init`.
+ */
+typedef struct {
+  /**
+   * sizeof(nanprop_jacobian_options) as the caller compiled it.
+   */
+  size_t struct_size;
+  /**
+   * NANPROP_JACOBIAN_OPTIONS_VERSION as the caller compiled it.
+   */
+  uint32_t version;
+  /**
+   * NANPROP_DIFFERENCE_FORWARD (default) or NANPROP_DIFFERENCE_CENTRAL.
+   */
+  uint32_t difference;
+  /**
+   * NANPROP_LAYOUT_CSR (default), NANPROP_LAYOUT_CSC or NANPROP_LAYOUT_DENSE_COLUMN_MAJOR.
+   */
+  uint32_t layout;
+  /**
+   * NANPROP_STEP_RELATIVE (default) or NANPROP_STEP_ABSOLUTE: how `step`/`steps` are read.
+   */
+  uint32_t step_kind;
+  /**
+   * One step for every column; 0 (default) means sqrt(eps) relative for forward and
+   * cbrt(eps) relative for central differences.
+   */
+  double step;
+  /**
+   * NULL (default), or n steps, one per column, of kind `step_kind` (copied when a plan is
+   * made). Overrides `step`.
+   */
+  const double *steps;
+  /**
+   * How the columns are colored.
+   */
+  nanprop_coloring_options coloring;
+} nanprop_jacobian_options;
 
 #ifdef __cplusplus
 extern "C" {
@@ -233,6 +386,129 @@ nanprop_status nanprop_pattern_nonfinite_rows(const nanprop_pattern *p, size_t *
  * Frees a pattern. NULL is a no-op.
  */
 void nanprop_pattern_free(nanprop_pattern *p);
+
+/**
+ * Fills `options` with the coloring defaults (best of all orders, 16 recoloring rounds) and
+ * sets its `struct_size` and `version`. NULL is a no-op.
+ */
+void nanprop_coloring_options_init(nanprop_coloring_options *options);
+
+/**
+ * Fills `options` with the Jacobian defaults (forward differences, default steps, CSR layout,
+ * best-of coloring) and sets its `struct_size` and `version`. NULL is a no-op.
+ */
+void nanprop_jacobian_options_init(nanprop_jacobian_options *options);
+
+/**
+ * Colors the columns of pattern `p` for Jacobian compression: no two columns of one color
+ * share a row. `colors` receives n colors (0-based), `*num_colors` their count (at least the
+ * longest row). `options` NULL means the best of all orders.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL pattern, colors or num_colors; bad options).
+ */
+nanprop_status nanprop_coloring(const nanprop_pattern *p,
+                                const nanprop_coloring_options *options,
+                                size_t *colors,
+                                size_t *num_colors);
+
+/**
+ * Makes a pattern from CSR arrays, 0-based: `row_ptr` has m + 1 nondecreasing entries from 0
+ * to nnz, each row's `col_idx` entries are strictly increasing and below n. `*out` receives
+ * the pattern (NULL on failure). `col_idx` may be NULL when nnz is 0.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT naming the first problem (size, range, order,
+ * duplicate).
+ */
+nanprop_status nanprop_pattern_from_csr(size_t m,
+                                        size_t n,
+                                        const size_t *row_ptr,
+                                        const size_t *col_idx,
+                                        nanprop_pattern **out);
+
+/**
+ * Copies the pattern by columns (CSC), 0-based: `col_ptr` receives n + 1 offsets, `row_idx`
+ * nnz row indices, increasing in each column (the order of NANPROP_LAYOUT_CSC values).
+ * `row_idx` may be NULL when nnz is 0.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL pattern or array.
+ */
+nanprop_status nanprop_pattern_csc(const nanprop_pattern *p, size_t *col_ptr, size_t *row_idx);
+
+/**
+ * Makes a reusable Jacobian plan for pattern `p` (PETSc's MatFDColoring shape): the columns
+ * are colored once here; `nanprop_jacobian_plan_evaluate` then computes Jacobians at any
+ * number of points without allocating. The plan keeps its own copy of what it needs from `p`
+ * and of `options->steps`. `*out` is NULL on failure.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL pattern or out; bad options; a zero or non-finite
+ * step), NANPROP_ERR_OUT_OF_MEMORY.
+ */
+nanprop_status nanprop_jacobian_plan_create(const nanprop_pattern *p,
+                                            const nanprop_jacobian_options *options,
+                                            nanprop_jacobian_plan **out);
+
+/**
+ * Number of colors of the plan's coloring (evaluations per forward Jacobian, less one when
+ * f(x) is supplied); 0 for NULL.
+ */
+size_t nanprop_jacobian_plan_num_colors(const nanprop_jacobian_plan *plan);
+
+/**
+ * Number of values `nanprop_jacobian_plan_evaluate` writes: nnz, or m * n for the dense
+ * layout; 0 for NULL.
+ */
+size_t nanprop_jacobian_plan_values_len(const nanprop_jacobian_plan *plan);
+
+/**
+ * Copies the plan's column colors (n entries, 0-based) into `colors`.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL plan or array.
+ */
+nanprop_status nanprop_jacobian_plan_colors(const nanprop_jacobian_plan *plan, size_t *colors);
+
+/**
+ * Computes the Jacobian of f at `x` (n values) into `values` (`nanprop_jacobian_plan_values_len`
+ * of them, in the plan's layout). `fx`, if not NULL, is f(x) (m values): a forward Jacobian
+ * then costs one evaluation less. `*evaluations` (if not NULL) receives the calls of f made.
+ * Allocates nothing.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL plan, f, x or values; x not finite; a step too
+ * small to change x_j), NANPROP_ERR_BASELINE_NOT_FINITE (a row with entries is NaN/Inf at x),
+ * NANPROP_ERR_BLACKBOX (f failed, broke its contract, or turned a row NaN/Inf: the message
+ * names the column group).
+ */
+nanprop_status nanprop_jacobian_plan_evaluate(nanprop_jacobian_plan *plan,
+                                              nanprop_blackbox f,
+                                              void *user_data,
+                                              const double *x,
+                                              const double *fx,
+                                              double *values,
+                                              size_t *evaluations);
+
+/**
+ * Frees a plan. NULL is a no-op.
+ */
+void nanprop_jacobian_plan_free(nanprop_jacobian_plan *plan);
+
+/**
+ * Computes one sparse Jacobian of f: R^n -> R^m at x0 with pattern `p` (m x n) by compressed
+ * finite differences: colors the columns, then makes colors + 1 (forward) or 2 colors (central)
+ * evaluations. `values` receives nnz values in the pattern's CSR order (or as
+ * `options->layout` says: m * n for the dense layout); `*evaluations` (if not NULL) the calls
+ * of f. For many points, make a plan with `nanprop_jacobian_plan_create` instead.
+ *
+ * Errors: as `nanprop_jacobian_plan_create` and `nanprop_jacobian_plan_evaluate`, and
+ * NANPROP_ERR_INVALID_ARGUMENT when n or m differ from the pattern's.
+ */
+nanprop_status nanprop_jacobian(nanprop_blackbox f,
+                                void *user_data,
+                                size_t n,
+                                size_t m,
+                                const double *x0,
+                                const nanprop_pattern *p,
+                                const nanprop_jacobian_options *options,
+                                double *values,
+                                size_t *evaluations);
 
 /**
  * The message of the last failure on the calling thread ("no error" before any). The string

@@ -12,8 +12,10 @@
 //! comment.)
 #![allow(non_camel_case_types, clippy::missing_safety_doc)]
 
+use crate::coloring::{self, ColoringOptions, Order};
 use crate::driver::{self, BlackBox};
 use crate::error::{Error, ErrorKind, Result};
+use crate::jacobian::{Difference, JacobianOptions, JacobianPlan, Layout, Step};
 use crate::pattern::{EntryKind, Pattern};
 use crate::trace::{NonFiniteBaseline, Strategy, TraceOptions};
 use std::cell::RefCell;
@@ -106,6 +108,89 @@ pub struct nanprop_pattern {
     inner: Pattern,
 }
 
+/// Coloring order: the best of all orders, stopping at the lower bound (default).
+pub const NANPROP_ORDER_BEST: u32 = 0;
+/// Coloring order: natural (column index).
+pub const NANPROP_ORDER_NATURAL: u32 = 1;
+/// Coloring order: largest distance-2 degree first.
+pub const NANPROP_ORDER_LARGEST_FIRST: u32 = 2;
+/// Coloring order: smallest-last.
+pub const NANPROP_ORDER_SMALLEST_LAST: u32 = 3;
+/// Coloring order: incidence degree.
+pub const NANPROP_ORDER_INCIDENCE_DEGREE: u32 = 4;
+/// Coloring order: dynamic largest-first.
+pub const NANPROP_ORDER_DYNAMIC_LARGEST_FIRST: u32 = 5;
+/// Coloring order: random, from `seed`.
+pub const NANPROP_ORDER_RANDOM: u32 = 6;
+
+/// The version of `nanprop_coloring_options` this header describes.
+pub const NANPROP_COLORING_OPTIONS_VERSION: u32 = 1;
+
+/// Options of `nanprop_coloring`. Start from `nanprop_coloring_options_init`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct nanprop_coloring_options {
+    /// sizeof(nanprop_coloring_options) as the caller compiled it.
+    pub struct_size: usize,
+    /// NANPROP_COLORING_OPTIONS_VERSION as the caller compiled it.
+    pub version: u32,
+    /// One of the NANPROP_ORDER_* values (default NANPROP_ORDER_BEST).
+    pub order: u32,
+    /// Seed of the random order and of recoloring (default 0).
+    pub seed: u64,
+    /// Rounds of iterated greedy recoloring after the order (default 16; 0 for none).
+    pub recolor_iterations: u32,
+}
+
+/// Forward differences: colors + 1 evaluations (colors when f(x) is supplied), first order.
+pub const NANPROP_DIFFERENCE_FORWARD: u32 = 0;
+/// Central differences: 2 colors evaluations, second order.
+pub const NANPROP_DIFFERENCE_CENTRAL: u32 = 1;
+/// Values in the pattern's CSR order (nnz values).
+pub const NANPROP_LAYOUT_CSR: u32 = 0;
+/// Values in CSC order (nnz values; structure from `nanprop_pattern_csc`).
+pub const NANPROP_LAYOUT_CSC: u32 = 1;
+/// Dense column-major m x n values, leading dimension m, zeros outside the pattern (Fortran).
+pub const NANPROP_LAYOUT_DENSE_COLUMN_MAJOR: u32 = 2;
+/// Step relative to max(|x_j|, 1), with the sign of x_j.
+pub const NANPROP_STEP_RELATIVE: u32 = 0;
+/// Step used as given.
+pub const NANPROP_STEP_ABSOLUTE: u32 = 1;
+
+/// The version of `nanprop_jacobian_options` this header describes.
+pub const NANPROP_JACOBIAN_OPTIONS_VERSION: u32 = 1;
+
+/// Options of `nanprop_jacobian` and `nanprop_jacobian_plan_create`. Start from
+/// `nanprop_jacobian_options_init`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct nanprop_jacobian_options {
+    /// sizeof(nanprop_jacobian_options) as the caller compiled it.
+    pub struct_size: usize,
+    /// NANPROP_JACOBIAN_OPTIONS_VERSION as the caller compiled it.
+    pub version: u32,
+    /// NANPROP_DIFFERENCE_FORWARD (default) or NANPROP_DIFFERENCE_CENTRAL.
+    pub difference: u32,
+    /// NANPROP_LAYOUT_CSR (default), NANPROP_LAYOUT_CSC or NANPROP_LAYOUT_DENSE_COLUMN_MAJOR.
+    pub layout: u32,
+    /// NANPROP_STEP_RELATIVE (default) or NANPROP_STEP_ABSOLUTE: how `step`/`steps` are read.
+    pub step_kind: u32,
+    /// One step for every column; 0 (default) means sqrt(eps) relative for forward and
+    /// cbrt(eps) relative for central differences.
+    pub step: f64,
+    /// NULL (default), or n steps, one per column, of kind `step_kind` (copied when a plan is
+    /// made). Overrides `step`.
+    pub steps: *const f64,
+    /// How the columns are colored.
+    pub coloring: nanprop_coloring_options,
+}
+
+/// A reusable Jacobian plan: a pattern, its coloring and buffers. Opaque; free with
+/// `nanprop_jacobian_plan_free`. Not for use by two threads at once.
+pub struct nanprop_jacobian_plan {
+    inner: JacobianPlan,
+}
+
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::new("no error").unwrap());
 }
@@ -171,33 +256,63 @@ fn default_options() -> nanprop_options {
     }
 }
 
-/// Reads a caller's options struct: defaults, overwritten by the bytes the caller's struct has.
-fn read_options(options: *const nanprop_options) -> Result<TraceOptions> {
-    let mut o = default_options();
-    if !options.is_null() {
-        // SAFETY: non-NULL; the caller's struct is at least as large as the fields read first.
-        let size = unsafe { std::ptr::addr_of!((*options).struct_size).read_unaligned() };
-        let ours = std::mem::size_of::<nanprop_options>();
-        if size < ours {
-            return Err(Error::invalid(format!(
-                "options.struct_size = {size} is smaller than any known nanprop_options (call nanprop_options_init)"
-            )));
-        }
-        if size > ours {
-            return Err(Error::invalid(format!(
-                "options.struct_size = {size}: these options come from a newer nanprop than this library ({}, struct size {ours})",
-                env!("CARGO_PKG_VERSION")
-            )));
-        }
-        // SAFETY: the caller's struct has exactly our size.
-        o = unsafe { options.read_unaligned() };
-        if o.version == 0 || o.version > NANPROP_OPTIONS_VERSION {
-            return Err(Error::invalid(format!(
-                "options.version = {} is not supported",
-                o.version
-            )));
-        }
+/// An options struct of this ABI: `struct_size` (usize) first, then `version` (u32).
+trait Versioned: Copy {
+    const NAME: &'static str;
+    const VERSION: u32;
+    fn defaults() -> Self;
+    fn version(&self) -> u32;
+}
+
+/// Reads a caller's options struct (NULL: the defaults), checking its size and version.
+fn read_versioned<T: Versioned>(ptr: *const T) -> Result<T> {
+    if ptr.is_null() {
+        return Ok(T::defaults());
     }
+    // SAFETY: non-NULL; every options struct starts with its size as a usize.
+    let size = unsafe { (ptr as *const usize).read_unaligned() };
+    let ours = std::mem::size_of::<T>();
+    if size < ours {
+        return Err(Error::invalid(format!(
+            "{}.struct_size = {size} is smaller than any known {} (initialize it with {}_init)",
+            T::NAME,
+            T::NAME,
+            T::NAME
+        )));
+    }
+    if size > ours {
+        return Err(Error::invalid(format!(
+            "{}.struct_size = {size}: these options come from a newer nanprop than this library ({}, struct size {ours})",
+            T::NAME,
+            env!("CARGO_PKG_VERSION")
+        )));
+    }
+    // SAFETY: the caller's struct has exactly our size.
+    let o = unsafe { ptr.read_unaligned() };
+    if o.version() == 0 || o.version() > T::VERSION {
+        return Err(Error::invalid(format!(
+            "{}.version = {} is not supported",
+            T::NAME,
+            o.version()
+        )));
+    }
+    Ok(o)
+}
+
+impl Versioned for nanprop_options {
+    const NAME: &'static str = "nanprop_options";
+    const VERSION: u32 = NANPROP_OPTIONS_VERSION;
+    fn defaults() -> Self {
+        default_options()
+    }
+    fn version(&self) -> u32 {
+        self.version
+    }
+}
+
+/// Reads a caller's trace options.
+fn read_options(options: *const nanprop_options) -> Result<TraceOptions> {
+    let o = read_versioned(options)?;
     let strategy = match o.strategy {
         NANPROP_STRATEGY_DEFAULT | NANPROP_STRATEGY_PAYLOAD => Strategy::Payload,
         NANPROP_STRATEGY_ONE_HOT => Strategy::OneHot,
@@ -421,6 +536,424 @@ pub unsafe extern "C" fn nanprop_pattern_free(p: *mut nanprop_pattern) {
         // SAFETY: a pattern created by this library with Box::into_raw, freed once by contract.
         let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(p) })));
     }
+}
+
+fn default_coloring_options() -> nanprop_coloring_options {
+    nanprop_coloring_options {
+        struct_size: std::mem::size_of::<nanprop_coloring_options>(),
+        version: NANPROP_COLORING_OPTIONS_VERSION,
+        order: NANPROP_ORDER_BEST,
+        seed: 0,
+        recolor_iterations: 16,
+    }
+}
+
+impl Versioned for nanprop_coloring_options {
+    const NAME: &'static str = "nanprop_coloring_options";
+    const VERSION: u32 = NANPROP_COLORING_OPTIONS_VERSION;
+    fn defaults() -> Self {
+        default_coloring_options()
+    }
+    fn version(&self) -> u32 {
+        self.version
+    }
+}
+
+fn default_jacobian_options() -> nanprop_jacobian_options {
+    nanprop_jacobian_options {
+        struct_size: std::mem::size_of::<nanprop_jacobian_options>(),
+        version: NANPROP_JACOBIAN_OPTIONS_VERSION,
+        difference: NANPROP_DIFFERENCE_FORWARD,
+        layout: NANPROP_LAYOUT_CSR,
+        step_kind: NANPROP_STEP_RELATIVE,
+        step: 0.0,
+        steps: std::ptr::null(),
+        coloring: default_coloring_options(),
+    }
+}
+
+impl Versioned for nanprop_jacobian_options {
+    const NAME: &'static str = "nanprop_jacobian_options";
+    const VERSION: u32 = NANPROP_JACOBIAN_OPTIONS_VERSION;
+    fn defaults() -> Self {
+        default_jacobian_options()
+    }
+    fn version(&self) -> u32 {
+        self.version
+    }
+}
+
+fn coloring_from(o: &nanprop_coloring_options) -> Result<ColoringOptions> {
+    // The embedded struct of a jacobian options struct is checked like a standalone one.
+    if o.struct_size != std::mem::size_of::<nanprop_coloring_options>()
+        || o.version == 0
+        || o.version > NANPROP_COLORING_OPTIONS_VERSION
+    {
+        return Err(Error::invalid(
+            "coloring options: struct_size or version not set (use nanprop_coloring_options_init)",
+        ));
+    }
+    let order = match o.order {
+        NANPROP_ORDER_BEST => None,
+        NANPROP_ORDER_NATURAL => Some(Order::Natural),
+        NANPROP_ORDER_LARGEST_FIRST => Some(Order::LargestFirst),
+        NANPROP_ORDER_SMALLEST_LAST => Some(Order::SmallestLast),
+        NANPROP_ORDER_INCIDENCE_DEGREE => Some(Order::IncidenceDegree),
+        NANPROP_ORDER_DYNAMIC_LARGEST_FIRST => Some(Order::DynamicLargestFirst),
+        NANPROP_ORDER_RANDOM => Some(Order::Random(o.seed)),
+        v => {
+            return Err(Error::invalid(format!(
+                "coloring order = {v} is not a NANPROP_ORDER_* value"
+            )))
+        }
+    };
+    Ok(ColoringOptions {
+        strategy: order.map_or(coloring::Strategy::BestOf, coloring::Strategy::Only),
+        seed: o.seed,
+        recolor_iterations: o.recolor_iterations as usize,
+    })
+}
+
+/// Reads jacobian options for a pattern with `n` columns (per-column steps are copied).
+fn jacobian_from(options: *const nanprop_jacobian_options, n: usize) -> Result<JacobianOptions> {
+    let o = read_versioned(options)?;
+    let difference = match o.difference {
+        NANPROP_DIFFERENCE_FORWARD => Difference::Forward,
+        NANPROP_DIFFERENCE_CENTRAL => Difference::Central,
+        v => {
+            return Err(Error::invalid(format!(
+                "difference = {v} is not a NANPROP_DIFFERENCE_* value"
+            )))
+        }
+    };
+    let layout = match o.layout {
+        NANPROP_LAYOUT_CSR => Layout::Csr,
+        NANPROP_LAYOUT_CSC => Layout::Csc,
+        NANPROP_LAYOUT_DENSE_COLUMN_MAJOR => Layout::DenseColumnMajor,
+        v => {
+            return Err(Error::invalid(format!(
+                "layout = {v} is not a NANPROP_LAYOUT_* value"
+            )))
+        }
+    };
+    let relative = match o.step_kind {
+        NANPROP_STEP_RELATIVE => true,
+        NANPROP_STEP_ABSOLUTE => false,
+        v => {
+            return Err(Error::invalid(format!(
+                "step_kind = {v} is not a NANPROP_STEP_* value"
+            )))
+        }
+    };
+    let step = if !o.steps.is_null() {
+        // SAFETY: non-NULL; by contract n values.
+        let v = unsafe { std::slice::from_raw_parts(o.steps, n) }.to_vec();
+        if relative {
+            Step::RelativePerColumn(v)
+        } else {
+            Step::AbsolutePerColumn(v)
+        }
+    } else if o.step == 0.0 && relative {
+        Step::Default
+    } else if relative {
+        Step::Relative(o.step)
+    } else {
+        Step::Absolute(o.step)
+    };
+    Ok(JacobianOptions {
+        difference,
+        step,
+        layout,
+        coloring: coloring_from(&o.coloring)?,
+    })
+}
+
+/// Fills `options` with the coloring defaults (best of all orders, 16 recoloring rounds) and
+/// sets its `struct_size` and `version`. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_coloring_options_init(options: *mut nanprop_coloring_options) {
+    if !options.is_null() {
+        // SAFETY: non-NULL, points to a caller's struct.
+        unsafe { options.write_unaligned(default_coloring_options()) };
+    }
+}
+
+/// Fills `options` with the Jacobian defaults (forward differences, default steps, CSR layout,
+/// best-of coloring) and sets its `struct_size` and `version`. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian_options_init(options: *mut nanprop_jacobian_options) {
+    if !options.is_null() {
+        // SAFETY: non-NULL, points to a caller's struct.
+        unsafe { options.write_unaligned(default_jacobian_options()) };
+    }
+}
+
+/// Colors the columns of pattern `p` for Jacobian compression: no two columns of one color
+/// share a row. `colors` receives n colors (0-based), `*num_colors` their count (at least the
+/// longest row). `options` NULL means the best of all orders.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL pattern, colors or num_colors; bad options).
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_coloring(
+    p: *const nanprop_pattern,
+    options: *const nanprop_coloring_options,
+    colors: *mut usize,
+    num_colors: *mut usize,
+) -> nanprop_status {
+    guarded("nanprop_coloring", || {
+        let p = pattern_ref(p)?;
+        not_null(colors, "colors")?;
+        not_null(num_colors, "num_colors")?;
+        let o = coloring_from(&read_versioned(options)?)?;
+        let c = coloring::color(p, &o);
+        // SAFETY: non-NULL; by contract n entries.
+        let out = unsafe { std::slice::from_raw_parts_mut(colors, p.cols()) };
+        for (d, &s) in out.iter_mut().zip(&c.colors) {
+            *d = s as usize;
+        }
+        // SAFETY: non-NULL.
+        unsafe { *num_colors = c.num_colors };
+        Ok(())
+    })
+}
+
+/// Makes a pattern from CSR arrays, 0-based: `row_ptr` has m + 1 nondecreasing entries from 0
+/// to nnz, each row's `col_idx` entries are strictly increasing and below n. `*out` receives
+/// the pattern (NULL on failure). `col_idx` may be NULL when nnz is 0.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT naming the first problem (size, range, order,
+/// duplicate).
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_pattern_from_csr(
+    m: usize,
+    n: usize,
+    row_ptr: *const usize,
+    col_idx: *const usize,
+    out: *mut *mut nanprop_pattern,
+) -> nanprop_status {
+    guarded("nanprop_pattern_from_csr", || {
+        not_null(out, "out")?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = std::ptr::null_mut() };
+        not_null(row_ptr, "row_ptr")?;
+        crate::pattern::check_dims(m, n)?;
+        // SAFETY: non-NULL; by contract m + 1 entries.
+        let rp = unsafe { std::slice::from_raw_parts(row_ptr, m + 1) };
+        let nnz = rp[m];
+        if nnz > 0 {
+            not_null(col_idx, "col_idx")?;
+        }
+        if rp[0] != 0 || rp.windows(2).any(|w| w[0] > w[1]) {
+            return Err(Error::invalid("row_ptr must start at 0 and never decrease"));
+        }
+        let ci: &[usize] = if nnz == 0 {
+            &[]
+        } else {
+            // SAFETY: non-NULL; row_ptr[m] = nnz entries by contract.
+            unsafe { std::slice::from_raw_parts(col_idx, nnz) }
+        };
+        let pattern = Pattern::from_csr(m, n, rp, ci)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = Box::into_raw(Box::new(nanprop_pattern { inner: pattern })) };
+        Ok(())
+    })
+}
+
+/// Copies the pattern by columns (CSC), 0-based: `col_ptr` receives n + 1 offsets, `row_idx`
+/// nnz row indices, increasing in each column (the order of NANPROP_LAYOUT_CSC values).
+/// `row_idx` may be NULL when nnz is 0.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL pattern or array.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_pattern_csc(
+    p: *const nanprop_pattern,
+    col_ptr: *mut usize,
+    row_idx: *mut usize,
+) -> nanprop_status {
+    guarded("nanprop_pattern_csc", || {
+        let p = pattern_ref(p)?;
+        not_null(col_ptr, "col_ptr")?;
+        if p.nnz() > 0 {
+            not_null(row_idx, "row_idx")?;
+        }
+        let t = p.transpose();
+        // SAFETY: non-NULL; by contract n + 1 and nnz entries.
+        unsafe { std::slice::from_raw_parts_mut(col_ptr, p.cols() + 1) }
+            .copy_from_slice(&t.col_ptr);
+        if p.nnz() > 0 {
+            // SAFETY: as above.
+            let ri = unsafe { std::slice::from_raw_parts_mut(row_idx, p.nnz()) };
+            for (d, &s) in ri.iter_mut().zip(&t.row_idx) {
+                *d = s as usize;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Makes a reusable Jacobian plan for pattern `p` (PETSc's MatFDColoring shape): the columns
+/// are colored once here; `nanprop_jacobian_plan_evaluate` then computes Jacobians at any
+/// number of points without allocating. The plan keeps its own copy of what it needs from `p`
+/// and of `options->steps`. `*out` is NULL on failure.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL pattern or out; bad options; a zero or non-finite
+/// step), NANPROP_ERR_OUT_OF_MEMORY.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian_plan_create(
+    p: *const nanprop_pattern,
+    options: *const nanprop_jacobian_options,
+    out: *mut *mut nanprop_jacobian_plan,
+) -> nanprop_status {
+    guarded("nanprop_jacobian_plan_create", || {
+        not_null(out, "out")?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = std::ptr::null_mut() };
+        let p = pattern_ref(p)?;
+        let o = jacobian_from(options, p.cols())?;
+        let plan = JacobianPlan::new(p, &o)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = Box::into_raw(Box::new(nanprop_jacobian_plan { inner: plan })) };
+        Ok(())
+    })
+}
+
+fn plan_mut<'a>(plan: *mut nanprop_jacobian_plan) -> Result<&'a mut JacobianPlan> {
+    not_null(plan, "plan")?;
+    // SAFETY: non-NULL, and by contract a live plan from this library used by one thread.
+    Ok(unsafe { &mut (*plan).inner })
+}
+
+/// Number of colors of the plan's coloring (evaluations per forward Jacobian, less one when
+/// f(x) is supplied); 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian_plan_num_colors(
+    plan: *const nanprop_jacobian_plan,
+) -> usize {
+    plan_mut(plan as *mut _).map_or(0, |p| p.coloring().num_colors)
+}
+
+/// Number of values `nanprop_jacobian_plan_evaluate` writes: nnz, or m * n for the dense
+/// layout; 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian_plan_values_len(
+    plan: *const nanprop_jacobian_plan,
+) -> usize {
+    plan_mut(plan as *mut _).map_or(0, |p| p.values_len())
+}
+
+/// Copies the plan's column colors (n entries, 0-based) into `colors`.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL plan or array.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian_plan_colors(
+    plan: *const nanprop_jacobian_plan,
+    colors: *mut usize,
+) -> nanprop_status {
+    guarded("nanprop_jacobian_plan_colors", || {
+        let plan = plan_mut(plan as *mut _)?;
+        not_null(colors, "colors")?;
+        let c = &plan.coloring().colors;
+        // SAFETY: non-NULL; by contract n entries.
+        let out = unsafe { std::slice::from_raw_parts_mut(colors, c.len()) };
+        for (d, &s) in out.iter_mut().zip(c) {
+            *d = s as usize;
+        }
+        Ok(())
+    })
+}
+
+/// Computes the Jacobian of f at `x` (n values) into `values` (`nanprop_jacobian_plan_values_len`
+/// of them, in the plan's layout). `fx`, if not NULL, is f(x) (m values): a forward Jacobian
+/// then costs one evaluation less. `*evaluations` (if not NULL) receives the calls of f made.
+/// Allocates nothing.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL plan, f, x or values; x not finite; a step too
+/// small to change x_j), NANPROP_ERR_BASELINE_NOT_FINITE (a row with entries is NaN/Inf at x),
+/// NANPROP_ERR_BLACKBOX (f failed, broke its contract, or turned a row NaN/Inf: the message
+/// names the column group).
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian_plan_evaluate(
+    plan: *mut nanprop_jacobian_plan,
+    f: nanprop_blackbox,
+    user_data: *mut c_void,
+    x: *const f64,
+    fx: *const f64,
+    values: *mut f64,
+    evaluations: *mut usize,
+) -> nanprop_status {
+    guarded("nanprop_jacobian_plan_evaluate", || {
+        let plan = plan_mut(plan)?;
+        let f = f.ok_or_else(|| Error::invalid("f is NULL"))?;
+        not_null(x, "x")?;
+        not_null(values, "values")?;
+        let (n, m) = (plan.coloring().colors.len(), plan.rows());
+        // SAFETY: non-NULL; by contract n, m and values_len entries.
+        let x = unsafe { std::slice::from_raw_parts(x, n) };
+        let fx = (!fx.is_null()).then(|| unsafe { std::slice::from_raw_parts(fx, m) });
+        let values = unsafe { std::slice::from_raw_parts_mut(values, plan.values_len()) };
+        let mut bb = CBlackBox { f, user_data };
+        let made = plan.evaluate(&mut bb, x, fx, values)?;
+        if !evaluations.is_null() {
+            // SAFETY: non-NULL.
+            unsafe { *evaluations = made };
+        }
+        Ok(())
+    })
+}
+
+/// Frees a plan. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian_plan_free(plan: *mut nanprop_jacobian_plan) {
+    if !plan.is_null() {
+        // SAFETY: a plan created by this library with Box::into_raw, freed once by contract.
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(plan) })));
+    }
+}
+
+/// Computes one sparse Jacobian of f: R^n -> R^m at x0 with pattern `p` (m x n) by compressed
+/// finite differences: colors the columns, then makes colors + 1 (forward) or 2 colors (central)
+/// evaluations. `values` receives nnz values in the pattern's CSR order (or as
+/// `options->layout` says: m * n for the dense layout); `*evaluations` (if not NULL) the calls
+/// of f. For many points, make a plan with `nanprop_jacobian_plan_create` instead.
+///
+/// Errors: as `nanprop_jacobian_plan_create` and `nanprop_jacobian_plan_evaluate`, and
+/// NANPROP_ERR_INVALID_ARGUMENT when n or m differ from the pattern's.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian(
+    f: nanprop_blackbox,
+    user_data: *mut c_void,
+    n: usize,
+    m: usize,
+    x0: *const f64,
+    p: *const nanprop_pattern,
+    options: *const nanprop_jacobian_options,
+    values: *mut f64,
+    evaluations: *mut usize,
+) -> nanprop_status {
+    guarded("nanprop_jacobian", || {
+        let pat = pattern_ref(p)?;
+        if pat.rows() != m || pat.cols() != n {
+            return Err(Error::invalid(format!(
+                "n = {n}, m = {m} do not match the pattern ({} x {})",
+                pat.rows(),
+                pat.cols()
+            )));
+        }
+        let f = f.ok_or_else(|| Error::invalid("f is NULL"))?;
+        not_null(x0, "x0")?;
+        not_null(values, "values")?;
+        let mut plan = JacobianPlan::new(pat, &jacobian_from(options, n)?)?;
+        // SAFETY: non-NULL; by contract n and values_len entries.
+        let x = unsafe { std::slice::from_raw_parts(x0, n) };
+        let values = unsafe { std::slice::from_raw_parts_mut(values, plan.values_len()) };
+        let mut bb = CBlackBox { f, user_data };
+        let made = plan.evaluate(&mut bb, x, None, values)?;
+        if !evaluations.is_null() {
+            // SAFETY: non-NULL.
+            unsafe { *evaluations = made };
+        }
+        Ok(())
+    })
 }
 
 /// The message of the last failure on the calling thread ("no error" before any). The string

@@ -185,6 +185,11 @@ impl JacobianPlan {
         })
     }
 
+    /// Rows (m) of the Jacobian.
+    pub fn rows(&self) -> usize {
+        self.m
+    }
+
     /// The column coloring.
     pub fn coloring(&self) -> &Coloring {
         &self.coloring
