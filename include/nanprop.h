@@ -103,6 +103,11 @@
 #define NANPROP_ORDER_RANDOM 6
 
 /**
+ * Coloring order: saturation (DSATUR): most distinct neighbouring colors first.
+ */
+#define NANPROP_ORDER_SATURATION 7
+
+/**
  * The version of `nanprop_coloring_options` this header describes.
  */
 #define NANPROP_COLORING_OPTIONS_VERSION 1
@@ -252,7 +257,7 @@ typedef struct {
    */
   uint64_t seed;
   /**
-   * Rounds of iterated greedy recoloring after the order (default 16; 0 for none).
+   * Rounds of iterated greedy recoloring after the order (default 8; 0 for none).
    */
   uint32_t recolor_iterations;
 } nanprop_coloring_options;
@@ -388,7 +393,7 @@ nanprop_status nanprop_pattern_nonfinite_rows(const nanprop_pattern *p, size_t *
 void nanprop_pattern_free(nanprop_pattern *p);
 
 /**
- * Fills `options` with the coloring defaults (best of all orders, 16 recoloring rounds) and
+ * Fills `options` with the coloring defaults (best of all orders, 8 recoloring rounds) and
  * sets its `struct_size` and `version`. NULL is a no-op.
  */
 void nanprop_coloring_options_init(nanprop_coloring_options *options);

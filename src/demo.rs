@@ -49,6 +49,23 @@ pub fn demo_blackbox(x: &[f64], y: &mut [f64]) -> Result<(), i32> {
     Ok(())
 }
 
+/// The column-compressed view of a pattern under a coloring (the paper's Figure 3): one line per
+/// row, one character per color, naming the column of that color the row holds (`0-9a-z`, then
+/// `*`), or `.` for none.
+pub fn compressed_picture(p: &crate::Pattern, colors: &[u32], num_colors: usize) -> String {
+    const NAMES: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut s = String::new();
+    for i in 0..p.rows() {
+        let mut line = vec!['.'; num_colors];
+        for &j in p.row(i) {
+            line[colors[j as usize] as usize] = NAMES.get(j as usize).map_or('*', |&c| c as char);
+        }
+        s.extend(line);
+        s.push('\n');
+    }
+    s
+}
+
 /// A character picture of a pattern: one line per row, `#` for an entry, `.` for none,
 /// `?` for an entry that is not proven (chunk, unresolved or non-finite row).
 pub fn picture(p: &crate::Pattern) -> String {

@@ -122,6 +122,8 @@ pub const NANPROP_ORDER_INCIDENCE_DEGREE: u32 = 4;
 pub const NANPROP_ORDER_DYNAMIC_LARGEST_FIRST: u32 = 5;
 /// Coloring order: random, from `seed`.
 pub const NANPROP_ORDER_RANDOM: u32 = 6;
+/// Coloring order: saturation (DSATUR): most distinct neighbouring colors first.
+pub const NANPROP_ORDER_SATURATION: u32 = 7;
 
 /// The version of `nanprop_coloring_options` this header describes.
 pub const NANPROP_COLORING_OPTIONS_VERSION: u32 = 1;
@@ -138,7 +140,7 @@ pub struct nanprop_coloring_options {
     pub order: u32,
     /// Seed of the random order and of recoloring (default 0).
     pub seed: u64,
-    /// Rounds of iterated greedy recoloring after the order (default 16; 0 for none).
+    /// Rounds of iterated greedy recoloring after the order (default 8; 0 for none).
     pub recolor_iterations: u32,
 }
 
@@ -544,7 +546,7 @@ fn default_coloring_options() -> nanprop_coloring_options {
         version: NANPROP_COLORING_OPTIONS_VERSION,
         order: NANPROP_ORDER_BEST,
         seed: 0,
-        recolor_iterations: 16,
+        recolor_iterations: 8,
     }
 }
 
@@ -601,6 +603,7 @@ fn coloring_from(o: &nanprop_coloring_options) -> Result<ColoringOptions> {
         NANPROP_ORDER_INCIDENCE_DEGREE => Some(Order::IncidenceDegree),
         NANPROP_ORDER_DYNAMIC_LARGEST_FIRST => Some(Order::DynamicLargestFirst),
         NANPROP_ORDER_RANDOM => Some(Order::Random(o.seed)),
+        NANPROP_ORDER_SATURATION => Some(Order::Saturation),
         v => {
             return Err(Error::invalid(format!(
                 "coloring order = {v} is not a NANPROP_ORDER_* value"
@@ -668,7 +671,7 @@ fn jacobian_from(options: *const nanprop_jacobian_options, n: usize) -> Result<J
     })
 }
 
-/// Fills `options` with the coloring defaults (best of all orders, 16 recoloring rounds) and
+/// Fills `options` with the coloring defaults (best of all orders, 8 recoloring rounds) and
 /// sets its `struct_size` and `version`. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_coloring_options_init(options: *mut nanprop_coloring_options) {

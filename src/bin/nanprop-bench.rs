@@ -2,7 +2,10 @@
 //! pattern families. Prints Markdown tables (the README's tables come from here).
 //!
 //! `cargo run --release --bin nanprop-bench` runs the full set; `-- --quick` the small sizes;
-//! `-- --only TEXT` the cases whose family name and n contain TEXT (e.g. `"tridiagonal 1000000"`).
+//! `-- --only TEXT` the cases whose family name and n contain TEXT (e.g. `"tridiagonal 1000000"`);
+//! `-- --coloring` only the column-coloring comparison with ColPack (built from
+//! bench/colpack_compare.cpp when Debian's libcolpack-dev is installed; ColPack is never linked
+//! into nanprop).
 //! Library time is the wall time of the trace minus the time spent inside the synthetic black
 //! box. Peak memory is the largest number of bytes allocated at once during the trace, beyond
 //! what was allocated before it started (the true pattern and the point x0), counted by a
@@ -158,8 +161,186 @@ fn print_table(title: &str, rows: &[Row]) {
     }
 }
 
+/// Suite-like patterns for the coloring comparison, beside the tracing families.
+fn coloring_cases() -> Vec<(String, Pattern)> {
+    let mut rng = synthetic::Rng::new(7);
+    // LP-like: m x n constraint matrix, each column in 1-4 random rows, plus 8 long rows.
+    let (m, n) = (3_000, 9_000);
+    let mut rows: Vec<Vec<usize>> = vec![Vec::new(); m];
+    for j in 0..n {
+        for _ in 0..1 + rng.below(4) {
+            rows[rng.below(m)].push(j);
+        }
+    }
+    for row in rows.iter_mut().take(8) {
+        row.extend((0..n).filter(|_| rng.below(60) == 0));
+    }
+    let lp = synthetic::from_rows(m, n, |i, r| r.extend(rows[i].iter().copied()));
+    // FEM-like: 5-point stencil on a 60 x 60 grid with 4 unknowns per node (blocks of 4 x 4).
+    let (g, b) = (60usize, 4usize);
+    let node = synthetic::stencil_2d(g);
+    let fem = synthetic::from_rows(g * g * b, g * g * b, |i, r| {
+        for &k in node.row(i / b) {
+            r.extend(k as usize * b..(k as usize + 1) * b);
+        }
+    });
+    vec![
+        ("tridiagonal".into(), synthetic::banded(10_000, 1)),
+        ("banded (bandwidth 11)".into(), synthetic::banded(10_000, 5)),
+        (
+            "block-diagonal (10x10)".into(),
+            synthetic::block_diagonal(10_000, 10),
+        ),
+        (
+            "2-D 5-point stencil 100x100".into(),
+            synthetic::stencil_2d(100),
+        ),
+        ("FEM-like 60x60 grid, 4 dofs/node".into(), fem),
+        (
+            "random sparse (5 per row)".into(),
+            synthetic::random_sparse(10_000, 10_000, 5, 42),
+        ),
+        (
+            "random rectangular 5000x10000, 8 per row".into(),
+            synthetic::random_sparse(5_000, 10_000, 8, 3),
+        ),
+        ("LP-like 3000x9000".into(), lp),
+        ("arrowhead".into(), synthetic::arrowhead(2_000)),
+    ]
+}
+
+/// Builds the ColPack helper (bench/colpack_compare.cpp) if ColPack is installed.
+fn colpack_helper() -> Option<std::path::PathBuf> {
+    if !std::path::Path::new("/usr/include/ColPack/ColPackHeaders.h").exists() {
+        return None;
+    }
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/colpack_compare.cpp");
+    let exe = std::env::temp_dir().join(format!("nanprop-colpack-compare-{}", std::process::id()));
+    let ok = std::process::Command::new("g++")
+        .args(["-O2", "-std=c++11", src, "-lColPack", "-o"])
+        .arg(&exe)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(exe)
+}
+
+/// ColPack's colors and seconds per ordering name, for pattern `p`.
+fn colpack_run(helper: &std::path::Path, p: &Pattern) -> Vec<(String, usize, f64)> {
+    use std::io::Write;
+    let file = std::env::temp_dir().join(format!("nanprop-pattern-{}.txt", std::process::id()));
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&file).expect("temp file"));
+    writeln!(w, "{} {} {}", p.rows(), p.cols(), p.nnz()).unwrap();
+    for i in 0..p.rows() {
+        for &j in p.row(i) {
+            writeln!(w, "{i} {j}").unwrap();
+        }
+    }
+    drop(w);
+    let out = std::process::Command::new(helper)
+        .arg(&file)
+        .output()
+        .expect("run the ColPack helper");
+    let _ = std::fs::remove_file(&file);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((
+                f.first()?.to_string(),
+                f.get(1)?.parse().ok()?,
+                f.get(2)?.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+fn coloring_table() {
+    use nanprop::coloring::{self, ColoringOptions, Order, Strategy as ColoringStrategy};
+    let helper = colpack_helper();
+    // ColPack's ordering names ("-": ColPack has no saturation order for this problem).
+    let names = [
+        "NATURAL",
+        "LARGEST_FIRST",
+        "SMALLEST_LAST",
+        "INCIDENCE_DEGREE",
+        "DYNAMIC_LARGEST_FIRST",
+        "RANDOM",
+        "-",
+    ];
+    let orders = [
+        Order::Natural,
+        Order::LargestFirst,
+        Order::SmallestLast,
+        Order::IncidenceDegree,
+        Order::DynamicLargestFirst,
+        Order::Random(0),
+        Order::Saturation,
+    ];
+    println!("\n### Column coloring: nanprop / ColPack colors per order\n");
+    match &helper {
+        Some(_) => println!("ColPack 1.0.10 (Debian libcolpack-dev): each ordering, then its serial partial distance-2 column coloring; '-': not offered by ColPack.\n"),
+        None => println!("ColPack is not installed (apt-get install libcolpack-dev): its columns are '-'.\n"),
+    }
+    println!("| pattern | m | n | nnz | lower bound | natural | largest-first | smallest-last | incidence-degree | dynamic-largest-first | random | saturation (DSATUR) | nanprop best-of + recoloring | ColPack best | nanprop best-of time (ms) | ColPack time, all orders (ms) |");
+    println!("|---|---:|---:|---:|---:|---|---|---|---|---|---|---|---:|---:|---:|---:|");
+    for (name, p) in coloring_cases() {
+        let cp = helper
+            .as_deref()
+            .map(|h| colpack_run(h, &p))
+            .unwrap_or_default();
+        let mut cells = Vec::new();
+        for (order, cp_name) in orders.iter().zip(names) {
+            let c = coloring::color(
+                &p,
+                &ColoringOptions {
+                    strategy: ColoringStrategy::Only(*order),
+                    seed: 0,
+                    recolor_iterations: 0,
+                },
+            );
+            assert!(coloring::check(&p, &c.colors, c.num_colors).is_ok());
+            let theirs = cp
+                .iter()
+                .find(|(n, _, _)| n == cp_name)
+                .map_or("-".to_string(), |(_, k, _)| k.to_string());
+            cells.push(format!("{} / {theirs}", c.num_colors));
+        }
+        let start = Instant::now();
+        let best = coloring::color(&p, &ColoringOptions::default());
+        let ours_ms = start.elapsed().as_secs_f64() * 1e3;
+        assert!(coloring::check(&p, &best.colors, best.num_colors).is_ok());
+        let cp_best = cp
+            .iter()
+            .map(|(_, k, _)| *k)
+            .min()
+            .map_or("-".to_string(), |k| k.to_string());
+        let cp_ms = if cp.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.1}", cp.iter().map(|(_, _, t)| t).sum::<f64>() * 1e3)
+        };
+        println!(
+            "| {name} | {} | {} | {} | {} | {} | {} | {cp_best} | {ours_ms:.1} | {cp_ms} |",
+            p.rows(),
+            p.cols(),
+            p.nnz(),
+            coloring::lower_bound(&p),
+            cells.join(" | "),
+            best.num_colors
+        );
+        eprintln!("coloring: {name} done");
+    }
+    if let Some(h) = helper {
+        let _ = std::fs::remove_file(h);
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--coloring") {
+        coloring_table();
+        return;
+    }
     let quick = args.iter().any(|a| a == "--quick");
     // --only SUBSTRING: run only the families whose name (with n) contains it, e.g. "tridiagonal".
     let only = args
@@ -191,5 +372,6 @@ fn main() {
         print_table(title, &rows);
     }
     println!("\nLower bound: max nonzeros in a row + 1 (each probe proves at most one dependency per row).");
+    coloring_table();
     println!("One-hot and chunked run up to n = 10^4: each of their probes reads all m outputs, O(n m) in all.");
 }
