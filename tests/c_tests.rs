@@ -107,6 +107,19 @@ fn build(src: &Path, exe: &Path, lib: &Path) {
     );
 }
 
+/// The README's complete C programs (```c blocks with a `main`), so the documented API is
+/// compiled and run as written.
+fn readme_programs() -> Vec<String> {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    readme
+        .split("```c\n")
+        .skip(1)
+        .filter_map(|rest| rest.split("```").next())
+        .filter(|code| code.contains("int main"))
+        .map(str::to_string)
+        .collect()
+}
+
 fn run(exe: &Path) {
     let out = Command::new(exe).output().expect("run the C test");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -141,4 +154,31 @@ fn c_programs_pass_linked_shared_and_static() {
         }
     }
     let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn readme_c_programs_compile_and_run() {
+    let programs = readme_programs();
+    assert!(
+        programs.len() >= 2,
+        "the README shows the trace and Jacobian C examples"
+    );
+    let (shared_lib, _) = c_libraries();
+    let dir = std::env::temp_dir().join(format!("nanprop-readme-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (k, code) in programs.iter().enumerate() {
+        let src = dir.join(format!("readme{k}.c"));
+        std::fs::write(&src, code).unwrap();
+        let exe = dir.join(format!("readme{k}"));
+        build(&src, &exe, &shared_lib);
+        let out = Command::new(&exe).output().expect("run the README program");
+        assert!(
+            out.status.success(),
+            "README program {k} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        println!("{}", String::from_utf8_lossy(&out.stdout));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
