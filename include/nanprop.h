@@ -153,6 +153,32 @@
 #define NANPROP_JACOBIAN_OPTIONS_VERSION 1
 
 /**
+ * Loaded function convention: `void f(const double *x, double *y)`.
+ */
+#define NANPROP_CONVENTION_C 0
+
+/**
+ * Loaded function convention: the `nanprop_blackbox` signature (user_data is NULL).
+ */
+#define NANPROP_CONVENTION_BLACKBOX 1
+
+/**
+ * Loaded function convention: Fortran `subroutine f(n, x, m, y)`, all by reference.
+ */
+#define NANPROP_CONVENTION_FORTRAN 2
+
+/**
+ * Loaded function convention: MINPACK hybrd `subroutine fcn(n, x, fvec, iflag)` (m = n);
+ * iflag < 0 on return is a failure.
+ */
+#define NANPROP_CONVENTION_MINPACK_HYBRD 3
+
+/**
+ * Loaded function convention: MINPACK lmdif `subroutine fcn(m, n, x, fvec, iflag)`.
+ */
+#define NANPROP_CONVENTION_MINPACK_LMDIF 4
+
+/**
  * Status code of every fallible nanprop function.
  */
 typedef enum {
@@ -189,6 +215,12 @@ typedef enum {
  * `nanprop_jacobian_plan_free`. Not for use by two threads at once.
  */
 typedef struct nanprop_jacobian_plan nanprop_jacobian_plan;
+
+/**
+ * A black box loaded from a shared library (loader mode). Opaque; close it with
+ * `nanprop_loaded_close`. The library stays loaded while the handle lives.
+ */
+typedef struct nanprop_loaded nanprop_loaded;
 
 /**
  * A traced (or given) sparsity pattern. Opaque; free with `nanprop_pattern_free`.
@@ -514,6 +546,69 @@ nanprop_status nanprop_jacobian(nanprop_blackbox f,
                                 const nanprop_jacobian_options *options,
                                 double *values,
                                 size_t *evaluations);
+
+/**
+ * Opens the shared library `path`, finds the function `symbol` and prepares to call it with
+ * `convention` (a NANPROP_CONVENTION_* value) as f: R^n -> R^m. Fortran names are tried as
+ * given, lowercase with `_`, lowercase with `__` (names holding `_`), and uppercase.
+ * `integer_bytes` is the size of the Fortran default INTEGER: 4 (also for 0) or 8
+ * (-fdefault-integer-8). `*out` is NULL on failure.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT: NULL path, symbol or out; n or m zero (sizes
+ * missing); an unknown convention; the file not found; not a shared library (the loader's
+ * message is included); the symbol not found (every name tried is listed, with the path).
+ */
+nanprop_status nanprop_loaded_open(const char *path,
+                                   const char *symbol,
+                                   uint32_t convention,
+                                   size_t n,
+                                   size_t m,
+                                   uint32_t integer_bytes,
+                                   nanprop_loaded **out);
+
+/**
+ * The symbol name that resolved (e.g. "beam_"), valid while the handle lives; "" for NULL.
+ */
+const char *nanprop_loaded_symbol(const nanprop_loaded *b);
+
+/**
+ * The loaded function as a `nanprop_blackbox` and its `user_data` (the handle itself), to pass
+ * to `nanprop_trace`, `nanprop_jacobian` or `nanprop_jacobian_plan_evaluate`.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL handle, f or user_data.
+ */
+nanprop_status nanprop_loaded_blackbox(const nanprop_loaded *b,
+                                       nanprop_blackbox *f,
+                                       void **user_data);
+
+/**
+ * Traces the loaded black box at x0 (n values): `nanprop_trace` with the handle's function and
+ * sizes.
+ *
+ * Errors: as `nanprop_trace`, and NANPROP_ERR_INVALID_ARGUMENT for a NULL handle.
+ */
+nanprop_status nanprop_loaded_trace(const nanprop_loaded *b,
+                                    const double *x0,
+                                    const nanprop_options *options,
+                                    nanprop_pattern **out);
+
+/**
+ * Computes a sparse Jacobian of the loaded black box at x0: `nanprop_jacobian` with the
+ * handle's function and sizes.
+ *
+ * Errors: as `nanprop_jacobian`, and NANPROP_ERR_INVALID_ARGUMENT for a NULL handle.
+ */
+nanprop_status nanprop_loaded_jacobian(const nanprop_loaded *b,
+                                       const double *x0,
+                                       const nanprop_pattern *p,
+                                       const nanprop_jacobian_options *options,
+                                       double *values,
+                                       size_t *evaluations);
+
+/**
+ * Closes a loaded black box and unloads its library. NULL is a no-op.
+ */
+void nanprop_loaded_close(nanprop_loaded *b);
 
 /**
  * The message of the last failure on the calling thread ("no error" before any). The string

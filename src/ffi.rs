@@ -16,6 +16,7 @@ use crate::coloring::{self, ColoringOptions, Order};
 use crate::driver::{self, BlackBox};
 use crate::error::{Error, ErrorKind, Result};
 use crate::jacobian::{Difference, JacobianOptions, JacobianPlan, Layout, Step};
+use crate::loader::{Convention, IntKind, LoadedBlackBox};
 use crate::pattern::{EntryKind, Pattern};
 use crate::trace::{NonFiniteBaseline, Strategy, TraceOptions};
 use std::cell::RefCell;
@@ -191,6 +192,24 @@ pub struct nanprop_jacobian_options {
 /// `nanprop_jacobian_plan_free`. Not for use by two threads at once.
 pub struct nanprop_jacobian_plan {
     inner: JacobianPlan,
+}
+
+/// Loaded function convention: `void f(const double *x, double *y)`.
+pub const NANPROP_CONVENTION_C: u32 = 0;
+/// Loaded function convention: the `nanprop_blackbox` signature (user_data is NULL).
+pub const NANPROP_CONVENTION_BLACKBOX: u32 = 1;
+/// Loaded function convention: Fortran `subroutine f(n, x, m, y)`, all by reference.
+pub const NANPROP_CONVENTION_FORTRAN: u32 = 2;
+/// Loaded function convention: MINPACK hybrd `subroutine fcn(n, x, fvec, iflag)` (m = n);
+/// iflag < 0 on return is a failure.
+pub const NANPROP_CONVENTION_MINPACK_HYBRD: u32 = 3;
+/// Loaded function convention: MINPACK lmdif `subroutine fcn(m, n, x, fvec, iflag)`.
+pub const NANPROP_CONVENTION_MINPACK_LMDIF: u32 = 4;
+
+/// A black box loaded from a shared library (loader mode). Opaque; close it with
+/// `nanprop_loaded_close`. The library stays loaded while the handle lives.
+pub struct nanprop_loaded {
+    inner: RefCell<LoadedBlackBox>,
 }
 
 thread_local! {
@@ -957,6 +976,231 @@ pub unsafe extern "C" fn nanprop_jacobian(
         }
         Ok(())
     })
+}
+
+fn loaded_ref<'a>(b: *const nanprop_loaded) -> Result<&'a nanprop_loaded> {
+    not_null(b, "loaded black box")?;
+    // SAFETY: non-NULL, and by contract a live handle from nanprop_loaded_open.
+    Ok(unsafe { &*b })
+}
+
+/// Opens the shared library `path`, finds the function `symbol` and prepares to call it with
+/// `convention` (a NANPROP_CONVENTION_* value) as f: R^n -> R^m. Fortran names are tried as
+/// given, lowercase with `_`, lowercase with `__` (names holding `_`), and uppercase.
+/// `integer_bytes` is the size of the Fortran default INTEGER: 4 (also for 0) or 8
+/// (-fdefault-integer-8). `*out` is NULL on failure.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT: NULL path, symbol or out; n or m zero (sizes
+/// missing); an unknown convention; the file not found; not a shared library (the loader's
+/// message is included); the symbol not found (every name tried is listed, with the path).
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_loaded_open(
+    path: *const c_char,
+    symbol: *const c_char,
+    convention: u32,
+    n: usize,
+    m: usize,
+    integer_bytes: u32,
+    out: *mut *mut nanprop_loaded,
+) -> nanprop_status {
+    guarded("nanprop_loaded_open", || {
+        not_null(out, "out")?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = std::ptr::null_mut() };
+        not_null(path, "path")?;
+        not_null(symbol, "symbol")?;
+        // SAFETY: non-NULL, NUL-terminated by contract.
+        let (path, symbol) = unsafe { (CStr::from_ptr(path), CStr::from_ptr(symbol)) };
+        #[cfg(unix)]
+        let path = {
+            use std::os::unix::ffi::OsStrExt;
+            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(path.to_bytes()))
+        };
+        #[cfg(not(unix))]
+        let path = std::path::PathBuf::from(
+            path.to_str()
+                .map_err(|_| Error::invalid("path is not UTF-8"))?,
+        );
+        let symbol = symbol
+            .to_str()
+            .map_err(|_| Error::invalid("symbol is not UTF-8"))?;
+        let convention = match convention {
+            NANPROP_CONVENTION_C => Convention::C,
+            NANPROP_CONVENTION_BLACKBOX => Convention::Blackbox,
+            NANPROP_CONVENTION_FORTRAN => Convention::Fortran,
+            NANPROP_CONVENTION_MINPACK_HYBRD => Convention::MinpackHybrd,
+            NANPROP_CONVENTION_MINPACK_LMDIF => Convention::MinpackLmdif,
+            c => {
+                return Err(Error::invalid(format!(
+                    "convention = {c} is not a NANPROP_CONVENTION_* value"
+                )))
+            }
+        };
+        let int_kind = match integer_bytes {
+            0 | 4 => IntKind::I4,
+            8 => IntKind::I8,
+            b => {
+                return Err(Error::invalid(format!(
+                    "integer_bytes = {b}: Fortran INTEGER is 4 or 8 bytes"
+                )))
+            }
+        };
+        let loaded = LoadedBlackBox::open(&path, symbol, convention, n, m, int_kind)?;
+        let handle = Box::new(nanprop_loaded {
+            inner: RefCell::new(loaded),
+        });
+        // SAFETY: checked non-NULL.
+        unsafe { *out = Box::into_raw(handle) };
+        Ok(())
+    })
+}
+
+/// The symbol name that resolved (e.g. "beam_"), valid while the handle lives; "" for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_loaded_symbol(b: *const nanprop_loaded) -> *const c_char {
+    thread_local! {
+        static NAME: RefCell<CString> = RefCell::new(CString::default());
+    }
+    match loaded_ref(b) {
+        Ok(b) => {
+            let name = CString::new(b.inner.borrow().symbol()).unwrap_or_default();
+            NAME.with(|n| {
+                *n.borrow_mut() = name;
+                n.borrow().as_ptr()
+            })
+        }
+        Err(_) => c"".as_ptr(),
+    }
+}
+
+/// Calls a loaded black box; `user_data` is its nanprop_loaded handle.
+unsafe extern "C" fn loaded_trampoline(
+    user_data: *mut c_void,
+    n: usize,
+    x: *const f64,
+    m: usize,
+    y: *mut f64,
+) -> c_int {
+    let b = user_data as *const nanprop_loaded;
+    let Ok(b) = loaded_ref(b) else { return -1 };
+    let Ok(mut f) = b.inner.try_borrow_mut() else {
+        return -2;
+    }; // re-entered: refuse
+    if n != f.n() || m != f.m() || x.is_null() || y.is_null() {
+        return -3;
+    }
+    // SAFETY: sizes checked against the handle; buffers from nanprop's driver.
+    let (x, y) = unsafe {
+        (
+            std::slice::from_raw_parts(x, n),
+            std::slice::from_raw_parts_mut(y, m),
+        )
+    };
+    match catch_unwind(AssertUnwindSafe(|| f.eval(x, y))) {
+        Ok(Ok(())) => 0,
+        Ok(Err(code)) => code,
+        Err(_) => -4,
+    }
+}
+
+/// The loaded function as a `nanprop_blackbox` and its `user_data` (the handle itself), to pass
+/// to `nanprop_trace`, `nanprop_jacobian` or `nanprop_jacobian_plan_evaluate`.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL handle, f or user_data.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_loaded_blackbox(
+    b: *const nanprop_loaded,
+    f: *mut nanprop_blackbox,
+    user_data: *mut *mut c_void,
+) -> nanprop_status {
+    guarded("nanprop_loaded_blackbox", || {
+        loaded_ref(b)?;
+        not_null(f, "f")?;
+        not_null(user_data, "user_data")?;
+        // SAFETY: checked non-NULL.
+        unsafe {
+            *f = Some(loaded_trampoline);
+            *user_data = b as *mut c_void;
+        }
+        Ok(())
+    })
+}
+
+/// Traces the loaded black box at x0 (n values): `nanprop_trace` with the handle's function and
+/// sizes.
+///
+/// Errors: as `nanprop_trace`, and NANPROP_ERR_INVALID_ARGUMENT for a NULL handle.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_loaded_trace(
+    b: *const nanprop_loaded,
+    x0: *const f64,
+    options: *const nanprop_options,
+    out: *mut *mut nanprop_pattern,
+) -> nanprop_status {
+    let (n, m) = match loaded_ref(b) {
+        Ok(h) => {
+            let f = h.inner.borrow();
+            (f.n(), f.m())
+        }
+        Err(e) => return guarded("nanprop_loaded_trace", || Err(e)),
+    };
+    // SAFETY: forwarded; the trampoline's user_data is the live handle.
+    unsafe {
+        nanprop_trace(
+            Some(loaded_trampoline),
+            b as *mut c_void,
+            n,
+            m,
+            x0,
+            options,
+            out,
+        )
+    }
+}
+
+/// Computes a sparse Jacobian of the loaded black box at x0: `nanprop_jacobian` with the
+/// handle's function and sizes.
+///
+/// Errors: as `nanprop_jacobian`, and NANPROP_ERR_INVALID_ARGUMENT for a NULL handle.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_loaded_jacobian(
+    b: *const nanprop_loaded,
+    x0: *const f64,
+    p: *const nanprop_pattern,
+    options: *const nanprop_jacobian_options,
+    values: *mut f64,
+    evaluations: *mut usize,
+) -> nanprop_status {
+    let (n, m) = match loaded_ref(b) {
+        Ok(h) => {
+            let f = h.inner.borrow();
+            (f.n(), f.m())
+        }
+        Err(e) => return guarded("nanprop_loaded_jacobian", || Err(e)),
+    };
+    // SAFETY: forwarded; the trampoline's user_data is the live handle.
+    unsafe {
+        nanprop_jacobian(
+            Some(loaded_trampoline),
+            b as *mut c_void,
+            n,
+            m,
+            x0,
+            p,
+            options,
+            values,
+            evaluations,
+        )
+    }
+}
+
+/// Closes a loaded black box and unloads its library. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_loaded_close(b: *mut nanprop_loaded) {
+    if !b.is_null() {
+        // SAFETY: a handle created by nanprop_loaded_open, closed once by contract.
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(b) })));
+    }
 }
 
 /// The message of the last failure on the calling thread ("no error" before any). The string

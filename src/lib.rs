@@ -46,6 +46,7 @@ pub mod driver;
 pub mod error;
 pub mod ffi;
 pub mod jacobian;
+pub mod loader;
 pub mod pattern;
 pub mod planner;
 pub mod probe;

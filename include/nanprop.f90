@@ -1,0 +1,225 @@
+! nanprop: the Fortran interface (ISO_C_BINDING) to the C ABI in nanprop.h.
+!
+! Usage: compile this file with your program (gfortran -c nanprop.f90), `use nanprop`, link with
+! -lnanprop. A black box is a bind(C) function with the nanprop_blackbox interface below; pass
+! it as c_funloc(f). Option structs must be initialized with their _init subroutine (they carry
+! their size and version, and the library checks them).
+!
+! Written by hand from include/nanprop.h (which is generated): fortran_examples/driver.f90
+! checks c_sizeof of each struct against the size the library writes in struct_size.
+module nanprop
+  use, intrinsic :: iso_c_binding
+  implicit none
+  private :: c_strlen
+
+  ! nanprop_status
+  integer(c_int), parameter :: NANPROP_OK = 0
+  integer(c_int), parameter :: NANPROP_ERR_INVALID_ARGUMENT = 1
+  integer(c_int), parameter :: NANPROP_ERR_BLACKBOX = 2
+  integer(c_int), parameter :: NANPROP_ERR_BASELINE_NOT_FINITE = 3
+  integer(c_int), parameter :: NANPROP_ERR_OUT_OF_MEMORY = 4
+  integer(c_int), parameter :: NANPROP_ERR_INTERNAL = 5
+
+  integer(c_int32_t), parameter :: NANPROP_STRATEGY_DEFAULT = 0, NANPROP_STRATEGY_ONE_HOT = 1
+  integer(c_int32_t), parameter :: NANPROP_STRATEGY_CHUNKED = 2, NANPROP_STRATEGY_PAYLOAD = 3
+  integer(c_int32_t), parameter :: NANPROP_DIFFERENCE_FORWARD = 0, NANPROP_DIFFERENCE_CENTRAL = 1
+  integer(c_int32_t), parameter :: NANPROP_LAYOUT_CSR = 0, NANPROP_LAYOUT_CSC = 1
+  integer(c_int32_t), parameter :: NANPROP_LAYOUT_DENSE_COLUMN_MAJOR = 2
+  integer(c_int32_t), parameter :: NANPROP_STEP_RELATIVE = 0, NANPROP_STEP_ABSOLUTE = 1
+  integer(c_int32_t), parameter :: NANPROP_CONVENTION_C = 0, NANPROP_CONVENTION_BLACKBOX = 1
+  integer(c_int32_t), parameter :: NANPROP_CONVENTION_FORTRAN = 2
+  integer(c_int32_t), parameter :: NANPROP_CONVENTION_MINPACK_HYBRD = 3
+  integer(c_int32_t), parameter :: NANPROP_CONVENTION_MINPACK_LMDIF = 4
+
+  type, bind(C) :: nanprop_options
+    integer(c_size_t) :: struct_size
+    integer(c_int32_t) :: version
+    integer(c_int32_t) :: strategy
+    integer(c_size_t) :: chunk_size
+    integer(c_size_t) :: max_evaluations
+    integer(c_int32_t) :: nonfinite_baseline
+  end type nanprop_options
+
+  type, bind(C) :: nanprop_coloring_options
+    integer(c_size_t) :: struct_size
+    integer(c_int32_t) :: version
+    integer(c_int32_t) :: order
+    integer(c_int64_t) :: seed
+    integer(c_int32_t) :: recolor_iterations
+  end type nanprop_coloring_options
+
+  type, bind(C) :: nanprop_jacobian_options
+    integer(c_size_t) :: struct_size
+    integer(c_int32_t) :: version
+    integer(c_int32_t) :: difference
+    integer(c_int32_t) :: layout
+    integer(c_int32_t) :: step_kind
+    real(c_double) :: step
+    type(c_ptr) :: steps
+    type(nanprop_coloring_options) :: coloring
+  end type nanprop_jacobian_options
+
+  abstract interface
+    ! The black box: y = f(x); return 0 on success.
+    function nanprop_blackbox(user_data, n, x, m, y) bind(C) result(status)
+      import :: c_ptr, c_size_t, c_double, c_int
+      type(c_ptr), value :: user_data
+      integer(c_size_t), value :: n, m
+      real(c_double), intent(in) :: x(n)
+      real(c_double), intent(out) :: y(m)
+      integer(c_int) :: status
+    end function nanprop_blackbox
+  end interface
+
+  interface
+    subroutine nanprop_options_init(options) bind(C, name="nanprop_options_init")
+      import :: nanprop_options
+      type(nanprop_options), intent(out) :: options
+    end subroutine
+
+    subroutine nanprop_jacobian_options_init(options) bind(C, name="nanprop_jacobian_options_init")
+      import :: nanprop_jacobian_options
+      type(nanprop_jacobian_options), intent(out) :: options
+    end subroutine
+
+    subroutine nanprop_coloring_options_init(options) bind(C, name="nanprop_coloring_options_init")
+      import :: nanprop_coloring_options
+      type(nanprop_coloring_options), intent(out) :: options
+    end subroutine
+
+    function nanprop_trace(f, user_data, n, m, x0, options, out) bind(C, name="nanprop_trace") result(status)
+      import :: c_funptr, c_ptr, c_size_t, c_double, c_int, nanprop_options
+      type(c_funptr), value :: f
+      type(c_ptr), value :: user_data
+      integer(c_size_t), value :: n, m
+      real(c_double), intent(in) :: x0(*)
+      type(nanprop_options), intent(in) :: options
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function
+
+    function nanprop_pattern_rows(p) bind(C, name="nanprop_pattern_rows") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: p
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_pattern_cols(p) bind(C, name="nanprop_pattern_cols") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: p
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_pattern_nnz(p) bind(C, name="nanprop_pattern_nnz") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: p
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_pattern_evaluations(p) bind(C, name="nanprop_pattern_evaluations") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: p
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_pattern_csr(p, row_ptr, col_idx) bind(C, name="nanprop_pattern_csr") result(status)
+      import :: c_ptr, c_size_t, c_int
+      type(c_ptr), value :: p
+      integer(c_size_t), intent(out) :: row_ptr(*), col_idx(*)
+      integer(c_int) :: status
+    end function
+
+    subroutine nanprop_pattern_free(p) bind(C, name="nanprop_pattern_free")
+      import :: c_ptr
+      type(c_ptr), value :: p
+    end subroutine
+
+    function nanprop_jacobian(f, user_data, n, m, x0, p, options, values, evaluations) &
+        bind(C, name="nanprop_jacobian") result(status)
+      import :: c_funptr, c_ptr, c_size_t, c_double, c_int, nanprop_jacobian_options
+      type(c_funptr), value :: f
+      type(c_ptr), value :: user_data
+      integer(c_size_t), value :: n, m
+      real(c_double), intent(in) :: x0(*)
+      type(c_ptr), value :: p
+      type(nanprop_jacobian_options), intent(in) :: options
+      real(c_double), intent(out) :: values(*)
+      integer(c_size_t), intent(out) :: evaluations
+      integer(c_int) :: status
+    end function
+
+    function nanprop_loaded_open(path, symbol, convention, n, m, integer_bytes, out) &
+        bind(C, name="nanprop_loaded_open") result(status)
+      import :: c_char, c_int32_t, c_size_t, c_ptr, c_int
+      character(kind=c_char), intent(in) :: path(*), symbol(*)
+      integer(c_int32_t), value :: convention, integer_bytes
+      integer(c_size_t), value :: n, m
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function
+
+    function nanprop_loaded_trace(b, x0, options, out) bind(C, name="nanprop_loaded_trace") result(status)
+      import :: c_ptr, c_double, c_int, nanprop_options
+      type(c_ptr), value :: b
+      real(c_double), intent(in) :: x0(*)
+      type(nanprop_options), intent(in) :: options
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function
+
+    subroutine nanprop_loaded_close(b) bind(C, name="nanprop_loaded_close")
+      import :: c_ptr
+      type(c_ptr), value :: b
+    end subroutine
+
+    function nanprop_last_error_c() bind(C, name="nanprop_last_error") result(msg)
+      import :: c_ptr
+      type(c_ptr) :: msg
+    end function
+
+    function c_strlen(s) bind(C, name="strlen") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: s
+      integer(c_size_t) :: k
+    end function
+  end interface
+
+contains
+
+  ! The message of the last failure on this thread, as a Fortran string.
+  function nanprop_last_error() result(msg)
+    character(len=:), allocatable :: msg
+    type(c_ptr) :: p
+    character(kind=c_char), pointer :: chars(:)
+    integer :: k, length
+    p = nanprop_last_error_c()
+    length = int(c_strlen(p))
+    call c_f_pointer(p, chars, [length])
+    allocate(character(len=length) :: msg)
+    do k = 1, length
+      msg(k:k) = chars(k)
+    end do
+  end function nanprop_last_error
+
+  ! The pattern in CSR form in default-kind integer arrays, 0-based, or 1-based when one_based
+  ! is present and true (row i's columns are col_idx(row_ptr(i) : row_ptr(i+1) - 1)).
+  function nanprop_get_csr(p, row_ptr, col_idx, one_based) result(status)
+    type(c_ptr), intent(in) :: p
+    integer, allocatable, intent(out) :: row_ptr(:), col_idx(:)
+    logical, intent(in), optional :: one_based
+    integer(c_int) :: status
+    integer(c_size_t), allocatable :: rp(:), ci(:)
+    integer :: m, nnz, shift
+    m = int(nanprop_pattern_rows(p))
+    nnz = int(nanprop_pattern_nnz(p))
+    allocate(rp(m + 1), ci(max(nnz, 1)))
+    status = nanprop_pattern_csr(p, rp, ci)
+    shift = 0
+    if (present(one_based)) then
+      if (one_based) shift = 1
+    end if
+    row_ptr = int(rp) + shift
+    col_idx = int(ci(1:nnz)) + shift
+  end function nanprop_get_csr
+
+end module nanprop

@@ -1,0 +1,354 @@
+//! Loader mode: a black box in a shared library, found by symbol name and called with the
+//! convention of the code that built it.
+//!
+//! nanprop's users hold compiled Fortran and C libraries they cannot rebuild. A
+//! [`LoadedBlackBox`] opens such a library by path (with libloading), resolves the function by
+//! name, and implements [`BlackBox`] by calling it with the right convention, so tagged NaNs flow
+//! through the compiled legacy code and are decoded from its outputs.
+//!
+//! # Names
+//!
+//! A Fortran routine `BEAM` is exported as `beam_` by gfortran, `beam__` by g77/f2c when the
+//! name holds an underscore, and `BEAM` by some vendor compilers. The names tried, in order: the
+//! name as given, lowercase with one trailing underscore, lowercase with two (only for names
+//! holding an underscore), uppercase. When none resolves the error lists every name tried.
+//!
+//! # Conventions ([`Convention`])
+//!
+//! | convention | signature |
+//! |---|---|
+//! | `C` | `void f(const double *x, double *y)` (n and m known to the caller) |
+//! | `Blackbox` | `int f(void *user_data, size_t n, const double *x, size_t m, double *y)` |
+//! | `Fortran` | `subroutine f(n, x, m, y)`: all by reference |
+//! | `MinpackHybrd` | `subroutine fcn(n, x, fvec, iflag)` |
+//! | `MinpackLmdif` | `subroutine fcn(m, n, x, fvec, iflag)` |
+//!
+//! Fortran integers are 4 bytes (default INTEGER) or 8 (`-fdefault-integer-8`): [`IntKind`].
+//! MINPACK routines get `iflag = 1` and fail when they set it negative.
+//!
+//! # Safety
+//!
+//! Calling a foreign function through a symbol is only as safe as the promise that the symbol
+//! has the stated signature: nanprop cannot check it. A wrong convention is undefined behaviour
+//! (typically a crash), as in any C program.
+
+use crate::driver::BlackBox;
+use crate::error::{Error, Result};
+use std::ffi::{c_int, c_void};
+use std::path::{Path, PathBuf};
+
+/// How the loaded function is called (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Convention {
+    /// `void f(const double *x, double *y)`.
+    C,
+    /// `int f(void *user_data, size_t n, const double *x, size_t m, double *y)`, user_data NULL.
+    Blackbox,
+    /// `subroutine f(n, x, m, y)`.
+    Fortran,
+    /// MINPACK hybrd: `subroutine fcn(n, x, fvec, iflag)` (m = n).
+    MinpackHybrd,
+    /// MINPACK lmdif: `subroutine fcn(m, n, x, fvec, iflag)`.
+    MinpackLmdif,
+}
+
+impl Convention {
+    /// Parses "c", "blackbox", "fortran", "minpack-hybrd", "minpack-lmdif".
+    pub fn parse(s: &str) -> Option<Convention> {
+        Some(match s {
+            "c" => Convention::C,
+            "blackbox" => Convention::Blackbox,
+            "fortran" => Convention::Fortran,
+            "minpack-hybrd" => Convention::MinpackHybrd,
+            "minpack-lmdif" => Convention::MinpackLmdif,
+            _ => return None,
+        })
+    }
+}
+
+/// The size of a Fortran default INTEGER in the loaded code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IntKind {
+    /// 4 bytes (gfortran's default).
+    #[default]
+    I4,
+    /// 8 bytes (`-fdefault-integer-8`).
+    I8,
+}
+
+type CFn = unsafe extern "C" fn(*const f64, *mut f64);
+type BlackboxFn = unsafe extern "C" fn(*mut c_void, usize, *const f64, usize, *mut f64) -> c_int;
+type Fortran4 = unsafe extern "C" fn(*const i32, *const f64, *const i32, *mut f64);
+type Fortran8 = unsafe extern "C" fn(*const i64, *const f64, *const i64, *mut f64);
+type Hybrd4 = unsafe extern "C" fn(*const i32, *const f64, *mut f64, *mut i32);
+type Hybrd8 = unsafe extern "C" fn(*const i64, *const f64, *mut f64, *mut i64);
+type Lmdif4 = unsafe extern "C" fn(*const i32, *const i32, *const f64, *mut f64, *mut i32);
+type Lmdif8 = unsafe extern "C" fn(*const i64, *const i64, *const f64, *mut f64, *mut i64);
+
+/// A black box loaded from a shared library. The library stays loaded while this lives.
+pub struct LoadedBlackBox {
+    // Field order matters: the function pointer must not outlive the library.
+    function: *const c_void,
+    convention: Convention,
+    int_kind: IntKind,
+    n: usize,
+    m: usize,
+    symbol: String,
+    path: PathBuf,
+    _library: libloading::Library,
+}
+
+// SAFETY: the struct owns the library handle and a code pointer; moving it to another thread
+// is fine (whether the *function* is thread-safe is the caller's business, and nanprop calls it
+// from one thread at a time through &mut self).
+unsafe impl Send for LoadedBlackBox {}
+
+/// The names tried for `symbol`, in order, without repeats.
+pub fn candidate_names(symbol: &str) -> Vec<String> {
+    let lower = symbol.to_lowercase();
+    let mut names = vec![symbol.to_string(), format!("{lower}_")];
+    if symbol.contains('_') {
+        names.push(format!("{lower}__"));
+    }
+    names.push(symbol.to_uppercase());
+    let mut seen = Vec::new();
+    names.retain(|n| {
+        let new = !seen.contains(n);
+        seen.push(n.clone());
+        new
+    });
+    names
+}
+
+impl LoadedBlackBox {
+    /// Opens `path`, resolves `symbol` (see the module docs for the names tried) and prepares to
+    /// call it with `convention` as f: R^n -> R^m.
+    ///
+    /// Errors (all [`crate::ErrorKind::InvalidArgument`]): n or m zero, m != n for MINPACK
+    /// hybrd, the file does not exist, it is not a loadable shared library (the loader's own
+    /// message is included), or no candidate name resolves (every name tried is listed).
+    pub fn open(
+        path: &Path,
+        symbol: &str,
+        convention: Convention,
+        n: usize,
+        m: usize,
+        int_kind: IntKind,
+    ) -> Result<Self> {
+        if n == 0 || m == 0 {
+            return Err(Error::invalid(format!(
+                "the sizes of the loaded function are missing (n = {n}, m = {m})"
+            )));
+        }
+        if convention == Convention::MinpackHybrd && m != n {
+            return Err(Error::invalid(format!(
+                "MINPACK hybrd functions are square: m = {m} but n = {n}"
+            )));
+        }
+        let limit = match int_kind {
+            IntKind::I4 => i32::MAX as usize,
+            IntKind::I8 => i64::MAX as usize,
+        };
+        if n > limit || m > limit {
+            return Err(Error::invalid(format!(
+                "n = {n} or m = {m} does not fit the loaded code's INTEGER"
+            )));
+        }
+        if !path.exists() {
+            return Err(Error::invalid(format!(
+                "library {} not found",
+                path.display()
+            )));
+        }
+        // SAFETY: loading runs the library's initializers; that is what the caller asked for.
+        let library = unsafe { libloading::Library::new(path) }.map_err(|e| {
+            Error::invalid(format!(
+                "{} is not a loadable shared library: {e}",
+                path.display()
+            ))
+        })?;
+        let names = candidate_names(symbol);
+        let mut found = None;
+        for name in &names {
+            // SAFETY: only the address is taken here; the signature it is called with later is
+            // the caller's promise (module docs).
+            if let Ok(sym) = unsafe { library.get::<unsafe extern "C" fn()>(name.as_bytes()) } {
+                found = Some((name.clone(), *sym as *const c_void));
+                break;
+            }
+        }
+        let (resolved, function) = found.ok_or_else(|| {
+            Error::invalid(format!(
+                "symbol {symbol} not found in {} (names tried: {})",
+                path.display(),
+                names.join(", ")
+            ))
+        })?;
+        Ok(LoadedBlackBox {
+            function,
+            convention,
+            int_kind,
+            n,
+            m,
+            symbol: resolved,
+            path: path.to_path_buf(),
+            _library: library,
+        })
+    }
+
+    /// The name that resolved (e.g. `beam_`).
+    pub fn symbol(&self) -> &str {
+        &self.symbol
+    }
+    /// The library's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// Inputs.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+    /// Outputs.
+    pub fn m(&self) -> usize {
+        self.m
+    }
+}
+
+impl BlackBox for LoadedBlackBox {
+    fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
+        let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
+        let f = self.function;
+        // SAFETY (all arms): the symbol has the signature of `convention` (the caller's promise,
+        // see the module docs); x and y hold n and m values.
+        unsafe {
+            match (self.convention, self.int_kind) {
+                (Convention::C, _) => std::mem::transmute::<*const c_void, CFn>(f)(xp, yp),
+                (Convention::Blackbox, _) => {
+                    let r = std::mem::transmute::<*const c_void, BlackboxFn>(f)(
+                        std::ptr::null_mut(),
+                        self.n,
+                        xp,
+                        self.m,
+                        yp,
+                    );
+                    if r != 0 {
+                        return Err(r);
+                    }
+                }
+                (Convention::Fortran, IntKind::I4) => {
+                    let (n, m) = (self.n as i32, self.m as i32);
+                    std::mem::transmute::<*const c_void, Fortran4>(f)(&n, xp, &m, yp)
+                }
+                (Convention::Fortran, IntKind::I8) => {
+                    let (n, m) = (self.n as i64, self.m as i64);
+                    std::mem::transmute::<*const c_void, Fortran8>(f)(&n, xp, &m, yp)
+                }
+                (Convention::MinpackHybrd, IntKind::I4) => {
+                    let (n, mut iflag) = (self.n as i32, 1i32);
+                    std::mem::transmute::<*const c_void, Hybrd4>(f)(&n, xp, yp, &mut iflag);
+                    if iflag < 0 {
+                        return Err(iflag);
+                    }
+                }
+                (Convention::MinpackHybrd, IntKind::I8) => {
+                    let (n, mut iflag) = (self.n as i64, 1i64);
+                    std::mem::transmute::<*const c_void, Hybrd8>(f)(&n, xp, yp, &mut iflag);
+                    if iflag < 0 {
+                        return Err(iflag.max(i32::MIN as i64) as i32);
+                    }
+                }
+                (Convention::MinpackLmdif, IntKind::I4) => {
+                    let (m, n, mut iflag) = (self.m as i32, self.n as i32, 1i32);
+                    std::mem::transmute::<*const c_void, Lmdif4>(f)(&m, &n, xp, yp, &mut iflag);
+                    if iflag < 0 {
+                        return Err(iflag);
+                    }
+                }
+                (Convention::MinpackLmdif, IntKind::I8) => {
+                    let (m, n, mut iflag) = (self.m as i64, self.n as i64, 1i64);
+                    std::mem::transmute::<*const c_void, Lmdif8>(f)(&m, &n, xp, yp, &mut iflag);
+                    if iflag < 0 {
+                        return Err(iflag.max(i32::MIN as i64) as i32);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fortran_name_variants() {
+        assert_eq!(candidate_names("BEAM"), ["BEAM", "beam_"]);
+        assert_eq!(candidate_names("beam"), ["beam", "beam_", "BEAM"]);
+        assert_eq!(
+            candidate_names("wing_wt"),
+            ["wing_wt", "wing_wt_", "wing_wt__", "WING_WT"]
+        );
+    }
+
+    #[test]
+    fn open_errors_are_clear() {
+        let e = |r: Result<LoadedBlackBox>| r.err().expect("an error").message;
+        let p = Path::new("/nonexistent/libx.so");
+        assert!(e(LoadedBlackBox::open(
+            p,
+            "f",
+            Convention::C,
+            2,
+            2,
+            IntKind::I4
+        ))
+        .contains("not found"));
+        assert!(e(LoadedBlackBox::open(
+            p,
+            "f",
+            Convention::C,
+            0,
+            2,
+            IntKind::I4
+        ))
+        .contains("missing"));
+        assert!(e(LoadedBlackBox::open(
+            p,
+            "f",
+            Convention::MinpackHybrd,
+            2,
+            3,
+            IntKind::I4
+        ))
+        .contains("square"));
+        let not_lib = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
+        assert!(e(LoadedBlackBox::open(
+            not_lib,
+            "f",
+            Convention::C,
+            2,
+            2,
+            IntKind::I4
+        ))
+        .contains("not a loadable"));
+        // libm is a real library without this symbol: every name tried is listed.
+        let libm = Path::new("/lib/x86_64-linux-gnu/libm.so.6");
+        if libm.exists() {
+            let msg = e(LoadedBlackBox::open(
+                libm,
+                "no_such_fn",
+                Convention::C,
+                2,
+                2,
+                IntKind::I4,
+            ));
+            assert!(
+                msg.contains("no_such_fn_")
+                    && msg.contains("no_such_fn__")
+                    && msg.contains("NO_SUCH_FN"),
+                "{msg}"
+            );
+        }
+    }
+}

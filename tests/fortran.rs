@@ -1,0 +1,165 @@
+//! Fortran: the examples in fortran_examples/ built with gfortran, the ISO_C_BINDING module
+//! driving nanprop from Fortran, and loader mode on the compiled Fortran (and on a black box
+//! built on Debian's LAPACK) from C and from Rust. Without gfortran these tests are skipped,
+//! except under CI (CI set), where a missing gfortran fails the run.
+
+mod common;
+
+use common::{build, c_libraries, root};
+use nanprop::loader::{Convention, IntKind, LoadedBlackBox};
+use nanprop::{trace, TraceOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn gfortran_available() -> bool {
+    let found = Command::new("gfortran")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+        assert!(
+            !ci,
+            "gfortran is missing, and CI requires the Fortran tests (.ci/run installs it)"
+        );
+        eprintln!("gfortran not found: Fortran tests skipped");
+    }
+    found
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
+    text
+}
+
+/// Builds the example libraries into a fresh directory: libbeam.so, libbeam8.so
+/// (-fdefault-integer-8), libminpack_fcn.so and liblapack_box.so (linked with -llapack).
+fn build_libraries(dir: &Path) -> [PathBuf; 4] {
+    let ex = root().join("fortran_examples");
+    let lib = |name: &str, src: &str, extra: &[&str]| {
+        let out = dir.join(name);
+        run(Command::new("gfortran")
+            .args(["-shared", "-fPIC", "-O2"])
+            .args(extra)
+            .arg(ex.join(src))
+            .arg("-o")
+            .arg(&out)
+            .args(if src == "lapack_box.f" {
+                vec!["-llapack"]
+            } else {
+                vec![]
+            }));
+        out
+    };
+    [
+        lib("libbeam.so", "beam.f", &[]),
+        lib("libminpack_fcn.so", "minpack_fcn.f", &[]),
+        lib("liblapack_box.so", "lapack_box.f", &[]),
+        lib("libbeam8.so", "beam.f", &["-fdefault-integer-8"]),
+    ]
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nanprop-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn fortran_driver_uses_the_module() {
+    if !gfortran_available() {
+        return;
+    }
+    let (shared, _) = c_libraries();
+    let dir = scratch("fortran-driver");
+    let libdir = shared.parent().unwrap();
+    let exe = dir.join("driver");
+    run(Command::new("gfortran")
+        .arg("-J")
+        .arg(&dir)
+        .arg(root().join("include/nanprop.f90"))
+        .arg(root().join("fortran_examples/beam.f"))
+        .arg(root().join("fortran_examples/driver.f90"))
+        .arg(format!("-L{}", libdir.display()))
+        .arg("-lnanprop")
+        .arg(format!("-Wl,-rpath,{}", libdir.display()))
+        .arg("-o")
+        .arg(&exe));
+    let out = run(Command::new(&exe).current_dir(&dir));
+    print!("{out}");
+    assert!(out.contains(", 0 failed"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn loader_mode_from_c() {
+    if !gfortran_available() {
+        return;
+    }
+    let (shared, _) = c_libraries();
+    let dir = scratch("loader-c");
+    let libs = build_libraries(&dir);
+    let exe = dir.join("loader_test");
+    build(
+        &root().join("fortran_examples/loader_test.c"),
+        &exe,
+        &shared,
+    );
+    let out = run(Command::new(&exe).current_dir(&dir).args(&libs));
+    print!("{out}");
+    assert!(out.contains(", 0 failed"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn loader_mode_from_rust() {
+    if !gfortran_available() {
+        return;
+    }
+    let dir = scratch("loader-rust");
+    let [beam, minpack, lapack, beam8] = build_libraries(&dir);
+    let x0: Vec<f64> = (0..10).map(|j| 50.0 + j as f64).collect();
+    let expect_beam = |p: &nanprop::Pattern| {
+        for i in 0..10 {
+            assert_eq!(
+                p.row(i),
+                (i as u32..10).collect::<Vec<_>>(),
+                "stress row {i}"
+            );
+        }
+        assert_eq!(p.row(10).len(), 10, "tip deflection row");
+    };
+    for (lib, kind) in [(&beam, IntKind::I4), (&beam8, IntKind::I8)] {
+        let mut f = LoadedBlackBox::open(lib, "beam", Convention::Fortran, 10, 11, kind).unwrap();
+        assert_eq!(f.symbol(), "beam_");
+        expect_beam(&trace(&mut f, 11, &x0, &TraceOptions::default()).unwrap());
+    }
+    let mut f = LoadedBlackBox::open(
+        &minpack,
+        "tridg",
+        Convention::MinpackHybrd,
+        10,
+        10,
+        IntKind::I4,
+    )
+    .unwrap();
+    let p = trace(&mut f, 10, &[-1.0; 10], &TraceOptions::default()).unwrap();
+    assert_eq!(p.nnz(), 28, "tridiagonal");
+    let mut f =
+        LoadedBlackBox::open(&lapack, "LSOLVE", Convention::Fortran, 6, 6, IntKind::I4).unwrap();
+    let p = trace(&mut f, 6, &[1.0; 6], &TraceOptions::default()).unwrap();
+    assert_eq!(
+        p.nnz(),
+        36,
+        "dgesv on a diagonal matrix: 0 * NaN tags everything"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
