@@ -149,6 +149,19 @@ pub fn trace(
     x0: &[f64],
     options: &TraceOptions,
 ) -> Result<Pattern> {
+    trace_with_progress(f, m, x0, options, &mut |_, _| {})
+}
+
+/// As [`trace`], calling `progress(done, planned)` after every evaluation: `planned` is the
+/// evaluations done plus those outstanding in the current step, so it grows as the planner
+/// plans new steps.
+pub fn trace_with_progress(
+    f: &mut dyn BlackBox,
+    m: usize,
+    x0: &[f64],
+    options: &TraceOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Pattern> {
     let mut session = TraceSession::new(x0.len(), m, x0, options)?;
     let mut ev = GuardedEvaluator::new(x0, m)?;
     loop {
@@ -156,9 +169,11 @@ pub fn trace(
         if ks.is_empty() {
             break;
         }
+        let planned = session.evaluations() + ks.len();
         for k in ks {
             let y = ev.eval(f, session.probe(k))?;
             session.tell(k, y)?;
+            progress(session.evaluations(), planned);
         }
     }
     session.finish()

@@ -47,13 +47,15 @@ pub mod error;
 pub mod ffi;
 pub mod jacobian;
 pub mod loader;
+pub mod mtx;
 pub mod pattern;
 pub mod planner;
 pub mod probe;
+pub mod svg;
 pub mod synthetic;
 pub mod trace;
 
-pub use driver::{trace, BlackBox};
+pub use driver::{trace, trace_with_progress, BlackBox};
 pub use error::{Error, ErrorKind, Result};
 pub use pattern::{EntryKind, Pattern, TraceReport};
 pub use trace::{NonFiniteBaseline, Strategy, TraceOptions, TraceSession};

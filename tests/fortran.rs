@@ -163,3 +163,37 @@ fn loader_mode_from_rust() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn loader_mode_from_the_command_line() {
+    if !gfortran_available() {
+        return;
+    }
+    let dir = scratch("loader-cli");
+    let [beam, ..] = build_libraries(&dir);
+    let out_path = dir.join("beam.mtx");
+    let out = run(Command::new(env!("CARGO_BIN_EXE_nanprop")).args([
+        "trace",
+        "--lib",
+        beam.to_str().unwrap(),
+        "--symbol",
+        "BEAM",
+        "--convention",
+        "fortran",
+        "-n",
+        "10",
+        "-m",
+        "11",
+        "--x0",
+        "50",
+        "--quiet",
+        "--out",
+        out_path.to_str().unwrap(),
+    ]));
+    assert!(out.contains("nnz = 65,"), "{out}");
+    let file = std::fs::File::open(&out_path).unwrap();
+    let p = nanprop::mtx::read_pattern(std::io::BufReader::new(file)).unwrap();
+    assert_eq!(p.row(3), (3..10).collect::<Vec<u32>>());
+    assert_eq!(p.row(10).len(), 10);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,272 @@
+//! The `nanprop` command, run as a user would: on a C shared library built here, writing
+//! Matrix Market and SVG files that are read back and checked.
+
+mod common;
+
+use common::compiler;
+use nanprop::{coloring, mtx};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const MODEL: &str = r#"
+#include <stddef.h>
+/* C convention: y_i = x_i * x_{i+1 mod 6}. */
+void ring(const double *x, double *y) {
+    for (int i = 0; i < 6; i++) y[i] = x[i] * x[(i + 1) % 6];
+}
+/* nanprop_blackbox convention; fails (returns 3) when x[0] > 100. */
+int guarded(void *ud, size_t n, const double *x, size_t m, double *y) {
+    (void)ud;
+    if (x[0] > 100.0) return 3;
+    for (size_t i = 0; i < m; i++) y[i] = x[i % n] + 2.0 * x[(i + 2) % n];
+    return 0;
+}
+"#;
+
+/// A directory of this test's own (tests run in parallel threads of one process).
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nanprop-cli-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn build_model(dir: &Path) -> PathBuf {
+    let src = dir.join("model.c");
+    std::fs::write(&src, MODEL).unwrap();
+    let lib = dir.join("libmodel.so");
+    let out = compiler()
+        .to_command()
+        .args(["-shared", "-fPIC", "-O2"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&lib)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lib
+}
+
+fn nanprop(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nanprop"))
+        .args(args)
+        .output()
+        .expect("run nanprop")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn trace_color_and_jacobian_on_a_c_library() {
+    let dir = scratch("trace");
+    let lib = build_model(&dir);
+    let (lib, mtx_path, svg_path, colors_path, jac_path) = (
+        lib.to_str().unwrap().to_string(),
+        dir.join("ring.mtx"),
+        dir.join("ring.svg"),
+        dir.join("colors.txt"),
+        dir.join("J.mtx"),
+    );
+    let x0 = "1,2,3,4,5,6";
+    let o = nanprop(&[
+        "trace",
+        "--lib",
+        &lib,
+        "--symbol",
+        "ring",
+        "--convention",
+        "c",
+        "-n",
+        "6",
+        "-m",
+        "6",
+        "--x0",
+        x0,
+        "--out",
+        mtx_path.to_str().unwrap(),
+        "--svg",
+        svg_path.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // The columns form a 6-cycle (column i meets i + 1 in row i): 2 colors, the lower bound.
+    assert!(
+        text(&o).contains("nnz = 12,") && text(&o).contains(" colors = 2 (lower bound 2)"),
+        "{}",
+        text(&o)
+    );
+    let p = mtx::read_pattern(std::io::BufReader::new(
+        std::fs::File::open(&mtx_path).unwrap(),
+    ))
+    .unwrap();
+    for i in 0..6 {
+        let mut want = vec![i as u32, ((i + 1) % 6) as u32];
+        want.sort();
+        assert_eq!(p.row(i), want.as_slice());
+    }
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("compressed: 2 colors"),
+        "{}",
+        &svg[..svg.len().min(400)]
+    );
+
+    let o = nanprop(&[
+        "color",
+        mtx_path.to_str().unwrap(),
+        "--out",
+        colors_path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let colors: Vec<u32> = std::fs::read_to_string(&colors_path)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert!(coloring::check(&p, &colors, 2).is_ok());
+
+    let o = nanprop(&[
+        "jacobian",
+        "--lib",
+        &lib,
+        "--symbol",
+        "ring",
+        "--convention",
+        "c",
+        "-n",
+        "6",
+        "-m",
+        "6",
+        "--x0",
+        x0,
+        "--pattern",
+        mtx_path.to_str().unwrap(),
+        "--central",
+        "--out",
+        jac_path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("Jacobian: 4 evaluations"),
+        "central: 2 x 2 colors; {}",
+        text(&o)
+    );
+    // J[i][i] = x_{i+1}, J[i][i+1] = x_i (1-based file).
+    let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let body = std::fs::read_to_string(&jac_path).unwrap();
+    let mut count = 0;
+    for line in body.lines().filter(|l| !l.starts_with('%')).skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (i, j, v): (usize, usize, f64) = (
+            f[0].parse().unwrap(),
+            f[1].parse().unwrap(),
+            f[2].parse().unwrap(),
+        );
+        let (i, j) = (i - 1, j - 1);
+        let exact = if j == i { x[(i + 1) % 6] } else { x[i] };
+        assert!((v - exact).abs() < 1e-8, "J[{i}][{j}] = {v}, exact {exact}");
+        count += 1;
+    }
+    assert_eq!(count, 12);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn errors_name_the_problem_and_exit_nonzero() {
+    let dir = scratch("errors");
+    let lib = build_model(&dir);
+    let lib = lib.to_str().unwrap();
+    let base = [
+        "trace",
+        "--lib",
+        lib,
+        "--convention",
+        "blackbox",
+        "-n",
+        "4",
+        "-m",
+        "5",
+        "--quiet",
+    ];
+    let run = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        nanprop(&args)
+    };
+    let o = run(&["--symbol", "guarded", "--x0", "1,2,3,4"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["--symbol", "guarded", "--x0", "500,2,3,4"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("returned 3"), "{}", text(&o));
+    let o = run(&["--symbol", "missing_fn", "--x0", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).contains("missing_fn_, missing_fn__, MISSING_FN"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["--symbol", "guarded", "--x0", "1,2,3"]);
+    assert!(text(&o).contains("expected n = 4"), "{}", text(&o));
+    let o = run(&["--symbol", "guarded", "--x0", "1,two,3,4"]);
+    assert!(text(&o).contains("'two' is not a number"), "{}", text(&o));
+    let x0_file = dir.join("x0.txt");
+    std::fs::write(&x0_file, "1.5\n2.5 3.5\n4.5\n").unwrap();
+    let o = run(&["--symbol", "guarded", "--x0", x0_file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = nanprop(&[
+        "trace",
+        "--lib",
+        "/nonexistent/lib.so",
+        "--symbol",
+        "f",
+        "--convention",
+        "c",
+        "-n",
+        "2",
+        "-m",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("not found"));
+    let o = nanprop(&[
+        "trace",
+        "--lib",
+        lib,
+        "--symbol",
+        "f",
+        "--convention",
+        "pascal",
+        "-n",
+        "2",
+        "-m",
+        "2",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "argument errors exit 2: {}",
+        text(&o)
+    );
+    let o = nanprop(&["color", "/nonexistent.mtx"]);
+    assert_eq!(o.status.code(), Some(1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn demo_runs() {
+    let o = nanprop(&["demo"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("n = 21, m = 22, nnz = 115") && t.contains("12 colors"),
+        "{t}"
+    );
+}
