@@ -6,12 +6,15 @@
 static const unsigned strategies[] = {NANPROP_STRATEGY_ONE_HOT, NANPROP_STRATEGY_CHUNKED,
                                       NANPROP_STRATEGY_PAYLOAD, NANPROP_STRATEGY_DEFAULT};
 
+static unsigned verify = 1;
+
 static nanprop_pattern *trace_with(nanprop_blackbox f, void *ud, size_t n, size_t m, const double *x0,
                                    unsigned strategy, size_t chunk) {
     nanprop_options o;
     nanprop_options_init(&o);
     o.strategy = strategy;
     o.chunk_size = chunk;
+    o.verify = verify;
     nanprop_pattern *p = NULL;
     CHECK_STATUS(nanprop_trace(f, ud, n, m, x0, &o, &p), NANPROP_OK);
     return p;
@@ -73,8 +76,45 @@ static int in_float(void *ud, size_t n, const double *x, size_t m, double *y) {
     return 0;
 }
 
+/* Sanitizes its input the way some legacy codes do: isnan(x) ? 0 : x. At x = 0 the NaN is
+ * absorbed (the output stays 0); only verification by a finite step sees the dependency. */
+static int guarded(void *ud, size_t n, const double *x, size_t m, double *y) {
+    (void)ud; (void)n; (void)m;
+    y[0] = 2.0 * (isnan(x[0]) ? 0.0 : x[0]);
+    y[1] = x[1] * x[1];
+    return 0;
+}
+
 int main(void) {
     nanprop_pattern *p;
+
+    /* Verification by finite perturbation (on by default) finds what NaN tracing cannot. */
+    {
+        double x[2] = {0.0, 1.0};
+        nanprop_options o;
+        nanprop_options_init(&o);
+        CHECK(o.verify == 1);
+        o.verify = 0;
+        CHECK_STATUS(nanprop_trace(guarded, NULL, 2, 2, x, &o, &p), NANPROP_OK);
+        CHECK(nanprop_pattern_nnz(p) == 1 && nanprop_pattern_verification_evaluations(p) == 0);
+        nanprop_pattern_free(p);
+        CHECK_STATUS(nanprop_trace(guarded, NULL, 2, 2, x, NULL, &p), NANPROP_OK);
+        static const char *const g[] = {"#.", ".#"};
+        CHECK(pattern_is(p, 2, 2, g));
+        unsigned char kinds[2];
+        CHECK_STATUS(nanprop_pattern_entry_kinds(p, kinds), NANPROP_OK);
+        CHECK(kinds[0] == NANPROP_ENTRY_PERTURBATION && kinds[1] == NANPROP_ENTRY_TRACED);
+        CHECK(nanprop_pattern_found_by_perturbation(p) == 1);
+        CHECK(nanprop_pattern_verification_evaluations(p) > 0);
+        CHECK(nanprop_pattern_verification_evaluations(p) < nanprop_pattern_evaluations(p));
+        nanprop_pattern_free(p);
+        nanprop_options_init(&o);
+        o.verify = 2;
+        CHECK_STATUS(nanprop_trace(guarded, NULL, 2, 2, x, &o, &p), NANPROP_ERR_INVALID_ARGUMENT);
+        nanprop_options_init(&o);
+        o.verify_step = -1.0;
+        CHECK_STATUS(nanprop_trace(guarded, NULL, 2, 2, x, &o, &p), NANPROP_ERR_INVALID_ARGUMENT);
+    }
 
     for (size_t s = 0; s < sizeof strategies / sizeof *strategies; s++) {
         double zero = 0.0;
@@ -112,13 +152,16 @@ int main(void) {
         nanprop_pattern_free(p);
     }
 
-    /* Tridiagonal, n = 60: exact for one-hot and payload; payload needs far fewer evaluations. */
+    /* Tridiagonal, n = 60: exact for one-hot and payload; payload needs far fewer evaluations.
+     * Counts of NaN tracing alone (verify = 0), then with verification, which doubles every
+     * probe: 1 + 2 (evaluations - 1). */
     enum { N = 60 };
     double x0[N];
     for (int j = 0; j < N; j++) x0[j] = 1.0 + 0.01 * j;
-    size_t evals[2];
-    for (int s = 0; s < 2; s++) {
-        unsigned strategy = s == 0 ? NANPROP_STRATEGY_ONE_HOT : NANPROP_STRATEGY_PAYLOAD;
+    size_t evals[4];
+    for (int s = 0; s < 4; s++) {
+        unsigned strategy = s % 2 == 0 ? NANPROP_STRATEGY_ONE_HOT : NANPROP_STRATEGY_PAYLOAD;
+        verify = s >= 2;
         p = trace_with(tridiagonal, NULL, N, N, x0, strategy, 1);
         size_t row_ptr[N + 1], col_idx[3 * N];
         CHECK(nanprop_pattern_nnz(p) == 3 * N - 2);
@@ -136,7 +179,10 @@ int main(void) {
     }
     CHECK(evals[0] == N + 1);
     CHECK(evals[1] < N / 2);
-    printf("tridiagonal n = %d: one-hot %zu evaluations, payload %zu\n", N, evals[0], evals[1]);
+    CHECK(evals[2] == 1 + 2 * (evals[0] - 1) && evals[3] == 1 + 2 * (evals[1] - 1));
+    printf("tridiagonal n = %d: one-hot %zu evaluations, payload %zu (verified: %zu, %zu)\n", N, evals[0],
+           evals[1], evals[2], evals[3]);
+    verify = 1;
 
     /* A budget of 4 evaluations: the rest is kept as possible and counted. */
     nanprop_options o;

@@ -49,7 +49,9 @@ fn main() {
         }
         steps.push(ks.len());
         for k in ks {
-            let y = ev.eval(&mut f, s.probe(k)).unwrap().to_vec();
+            let y = nanprop::driver::eval_request(&mut ev, &mut f, &s, k)
+                .unwrap()
+                .to_vec();
             s.tell(k, &y).unwrap();
         }
     }

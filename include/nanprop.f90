@@ -38,6 +38,9 @@ module nanprop
     integer(c_size_t) :: chunk_size
     integer(c_size_t) :: max_evaluations
     integer(c_int32_t) :: nonfinite_baseline
+    integer(c_int32_t) :: verify
+    real(c_double) :: verify_step
+    real(c_double) :: verify_tolerance
   end type nanprop_options
 
   type, bind(C) :: nanprop_coloring_options

@@ -48,19 +48,25 @@
 #define NANPROP_ENTRY_TRACED 0
 
 /**
+ * Entry kind: found by verification: the NaN was absorbed (fmin, a clamp, an isnan guard, a
+ * branch), but a finite step on this input changed the output.
+ */
+#define NANPROP_ENTRY_PERTURBATION 1
+
+/**
  * Entry kind: the chunked strategy saw a NaN from the chunk holding this input.
  */
-#define NANPROP_ENTRY_CHUNK 1
+#define NANPROP_ENTRY_CHUNK 2
 
 /**
  * Entry kind: unresolved when the evaluation budget ran out; kept as possible.
  */
-#define NANPROP_ENTRY_UNRESOLVED 2
+#define NANPROP_ENTRY_UNRESOLVED 3
 
 /**
  * Entry kind: the output was NaN/Inf at x0, so its row is stored dense.
  */
-#define NANPROP_ENTRY_NONFINITE_ROW 3
+#define NANPROP_ENTRY_NONFINITE_ROW 4
 
 /**
  * The version of `nanprop_options` this header describes.
@@ -259,6 +265,23 @@ typedef struct {
    * One of the NANPROP_NONFINITE_* values.
    */
   uint32_t nonfinite_baseline;
+  /**
+   * 1 (default): verify every probe by a finite perturbation, so that absorbed NaNs (fmin,
+   * clamps, isnan guards, branches) do not hide dependencies; doubles the evaluations.
+   * 0: NaN tracing alone.
+   */
+  uint32_t verify;
+  /**
+   * Relative verification step: h_j = verify_step * max(|x0_j|, 1), sign of x0_j; 0 means the
+   * default 1e-3.
+   */
+  double verify_step;
+  /**
+   * An output counts as changed (by a NaN probe or by the verification step) only when it
+   * moves by more than verify_tolerance * max(|y|, 1) or stops being finite; 0 (default):
+   * any change of its bits. For codes whose results jitter.
+   */
+  double verify_tolerance;
 } nanprop_options;
 
 /**
@@ -383,6 +406,18 @@ size_t nanprop_pattern_nnz(const nanprop_pattern *p);
  * Calls of f made by the trace, the baseline included; 0 for NULL or a pattern not traced.
  */
 size_t nanprop_pattern_evaluations(const nanprop_pattern *p);
+
+/**
+ * Calls of f spent on verification by finite perturbation (included in
+ * `nanprop_pattern_evaluations`); 0 for NULL.
+ */
+size_t nanprop_pattern_verification_evaluations(const nanprop_pattern *p);
+
+/**
+ * Entries found by verification only (kind NANPROP_ENTRY_PERTURBATION): dependencies NaN
+ * tracing alone would have missed; 0 for NULL.
+ */
+size_t nanprop_pattern_found_by_perturbation(const nanprop_pattern *p);
 
 /**
  * Entries kept as possible dependencies because the evaluation budget ran out before they were

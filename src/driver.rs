@@ -10,7 +10,7 @@
 use crate::error::{reserve, Error, ErrorKind, Result};
 use crate::pattern::Pattern;
 use crate::probe::Probe;
-use crate::trace::{TraceOptions, TraceSession};
+use crate::trace::{RequestKind, TraceOptions, TraceSession};
 
 /// A function y = f(x) with n inputs and m outputs.
 pub trait BlackBox {
@@ -141,6 +141,25 @@ impl GuardedEvaluator {
     }
 }
 
+/// Evaluates request `id` of `session` (the tagged NaNs of a probe, or its verification point).
+pub fn eval_request<'a>(
+    ev: &'a mut GuardedEvaluator,
+    f: &mut dyn BlackBox,
+    session: &TraceSession,
+    id: usize,
+) -> Result<&'a [f64]> {
+    let r = session.request(id);
+    match r.kind {
+        RequestKind::Baseline | RequestKind::Nan => ev.eval(f, r.probe),
+        RequestKind::Finite => ev.eval_shifted(
+            f,
+            r.probe.cols(),
+            |j| session.finite_value(j),
+            || format!("the verification of {}", r.probe.describe()),
+        ),
+    }
+}
+
 /// Traces f: R^n -> R^m at `x0` with the serial driver: one evaluation at a time, in the order
 /// the planner gives. `n = x0.len()`.
 pub fn trace(
@@ -170,9 +189,9 @@ pub fn trace_with_progress(
             break;
         }
         let planned = session.evaluations() + ks.len();
-        for k in ks {
-            let y = ev.eval(f, session.probe(k))?;
-            session.tell(k, y)?;
+        for id in ks {
+            let y = eval_request(&mut ev, f, &session, id)?;
+            session.tell(id, y)?;
             progress(session.evaluations(), planned);
         }
     }

@@ -72,12 +72,15 @@ pub const NANPROP_NONFINITE_ERROR: u32 = 1;
 
 /// Entry kind: proven by NaN tracing.
 pub const NANPROP_ENTRY_TRACED: u8 = 0;
+/// Entry kind: found by verification: the NaN was absorbed (fmin, a clamp, an isnan guard, a
+/// branch), but a finite step on this input changed the output.
+pub const NANPROP_ENTRY_PERTURBATION: u8 = 1;
 /// Entry kind: the chunked strategy saw a NaN from the chunk holding this input.
-pub const NANPROP_ENTRY_CHUNK: u8 = 1;
+pub const NANPROP_ENTRY_CHUNK: u8 = 2;
 /// Entry kind: unresolved when the evaluation budget ran out; kept as possible.
-pub const NANPROP_ENTRY_UNRESOLVED: u8 = 2;
+pub const NANPROP_ENTRY_UNRESOLVED: u8 = 3;
 /// Entry kind: the output was NaN/Inf at x0, so its row is stored dense.
-pub const NANPROP_ENTRY_NONFINITE_ROW: u8 = 3;
+pub const NANPROP_ENTRY_NONFINITE_ROW: u8 = 4;
 
 /// The version of `nanprop_options` this header describes.
 pub const NANPROP_OPTIONS_VERSION: u32 = 1;
@@ -102,6 +105,17 @@ pub struct nanprop_options {
     pub max_evaluations: usize,
     /// One of the NANPROP_NONFINITE_* values.
     pub nonfinite_baseline: u32,
+    /// 1 (default): verify every probe by a finite perturbation, so that absorbed NaNs (fmin,
+    /// clamps, isnan guards, branches) do not hide dependencies; doubles the evaluations.
+    /// 0: NaN tracing alone.
+    pub verify: u32,
+    /// Relative verification step: h_j = verify_step * max(|x0_j|, 1), sign of x0_j; 0 means the
+    /// default 1e-3.
+    pub verify_step: f64,
+    /// An output counts as changed (by a NaN probe or by the verification step) only when it
+    /// moves by more than verify_tolerance * max(|y|, 1) or stops being finite; 0 (default):
+    /// any change of its bits. For codes whose results jitter.
+    pub verify_tolerance: f64,
 }
 
 /// A traced (or given) sparsity pattern. Opaque; free with `nanprop_pattern_free`.
@@ -274,6 +288,9 @@ fn default_options() -> nanprop_options {
         chunk_size: 8,
         max_evaluations: 0,
         nonfinite_baseline: NANPROP_NONFINITE_MARK_DENSE,
+        verify: 1,
+        verify_step: 0.0,
+        verify_tolerance: 0.0,
     }
 }
 
@@ -356,11 +373,24 @@ fn read_options(options: *const nanprop_options) -> Result<TraceOptions> {
     if strategy == Strategy::Chunked && o.chunk_size == 0 {
         return Err(Error::invalid("options.chunk_size must be at least 1"));
     }
+    if o.verify > 1 {
+        return Err(Error::invalid(format!(
+            "options.verify = {} must be 0 or 1",
+            o.verify
+        )));
+    }
     Ok(TraceOptions {
         strategy,
         chunk_size: o.chunk_size.max(1),
         max_evaluations: o.max_evaluations,
         nonfinite_baseline,
+        verify: o.verify == 1,
+        verify_step: if o.verify_step == 0.0 {
+            TraceOptions::default().verify_step
+        } else {
+            o.verify_step
+        },
+        verify_tolerance: o.verify_tolerance,
     })
 }
 
@@ -453,6 +483,22 @@ pub unsafe extern "C" fn nanprop_pattern_evaluations(p: *const nanprop_pattern) 
     pattern_ref(p).map_or(0, |p| p.report.evaluations)
 }
 
+/// Calls of f spent on verification by finite perturbation (included in
+/// `nanprop_pattern_evaluations`); 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_pattern_verification_evaluations(
+    p: *const nanprop_pattern,
+) -> usize {
+    pattern_ref(p).map_or(0, |p| p.report.verification_evaluations)
+}
+
+/// Entries found by verification only (kind NANPROP_ENTRY_PERTURBATION): dependencies NaN
+/// tracing alone would have missed; 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_pattern_found_by_perturbation(p: *const nanprop_pattern) -> usize {
+    pattern_ref(p).map_or(0, |p| p.report.found_by_perturbation)
+}
+
 /// Entries kept as possible dependencies because the evaluation budget ran out before they were
 /// resolved (kind NANPROP_ENTRY_UNRESOLVED); 0 when the trace completed, or for NULL.
 #[no_mangle]
@@ -510,6 +556,7 @@ pub unsafe extern "C" fn nanprop_pattern_entry_kinds(
         for (d, &s) in k.iter_mut().zip(p.kinds()) {
             *d = match s {
                 EntryKind::Traced => NANPROP_ENTRY_TRACED,
+                EntryKind::Perturbation => NANPROP_ENTRY_PERTURBATION,
                 EntryKind::Chunk => NANPROP_ENTRY_CHUNK,
                 EntryKind::Unresolved => NANPROP_ENTRY_UNRESOLVED,
                 EntryKind::NonFiniteRow => NANPROP_ENTRY_NONFINITE_ROW,

@@ -14,13 +14,16 @@ pub enum EntryKind {
     /// Proven by NaN tracing: a probe's NaN reached this output from this input (its tag, or the
     /// only input of the probe).
     Traced = 0,
+    /// Found by verification: NaN tracing saw no change (the NaN was absorbed: `fmin`, a clamp,
+    /// an `isnan` guard, a branch), but a finite step on this input changed the output.
+    Perturbation = 1,
     /// The chunked strategy saw a NaN from a chunk holding this input: some input of the chunk
     /// reaches the output, perhaps not this one.
-    Chunk = 1,
+    Chunk = 2,
     /// Not resolved when the evaluation budget ran out: kept as a possible dependency.
-    Unresolved = 2,
+    Unresolved = 3,
     /// The output was NaN or Inf at `x0`, so it could not be traced: its row is dense.
-    NonFiniteRow = 3,
+    NonFiniteRow = 4,
 }
 
 impl EntryKind {
@@ -40,6 +43,10 @@ pub struct TraceReport {
     /// Tags decoded from outputs that went through single precision (ids read from bits 50..29
     /// with the check bits zero).
     pub via_float: usize,
+    /// Evaluations spent on verification by finite perturbation (included in `evaluations`).
+    pub verification_evaluations: usize,
+    /// Entries found by verification only ([`EntryKind::Perturbation`]).
+    pub found_by_perturbation: usize,
     /// Planner steps (batches of probes) taken.
     pub steps: usize,
     /// Whether the evaluation budget stopped the trace early.

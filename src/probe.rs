@@ -36,6 +36,9 @@ pub enum Hit {
     Dep(u32),
     /// Some input of the probe reached the output; which one is unknown.
     Blocked,
+    /// The NaN left the output unchanged, but a finite step on the probe's inputs changed it:
+    /// the NaN was absorbed somewhere, and some input of the probe reaches the output.
+    Perturbed,
 }
 
 impl Probe {
@@ -103,9 +106,19 @@ impl Probe {
     }
 
     /// Reads the outputs `y` of this probe against the `baseline` outputs (see the module docs),
-    /// calling `hit(row, Hit)` for every output that changed. Returns how many ids came back
-    /// through single precision.
-    pub fn observe(&self, baseline: &[f64], y: &[f64], mut hit: impl FnMut(u32, Hit)) -> usize {
+    /// calling `hit(row, Hit)` for every output that changed, and [`Hit::Perturbed`] for the
+    /// rows of `perturbed` (increasing; rows verification flagged, all unchanged in `y`).
+    /// Returns how many ids came back through single precision.
+    pub fn observe(
+        &self,
+        baseline: &[f64],
+        y: &[f64],
+        perturbed: &[u32],
+        mut hit: impl FnMut(u32, Hit),
+    ) -> usize {
+        for &i in perturbed {
+            hit(i, Hit::Perturbed);
+        }
         // Large probes: membership by a bitset over the columns instead of a binary search per
         // changed output.
         let members: Option<BitVec> = (self.global_ids && self.cols.len() > 64).then(|| {
@@ -167,7 +180,7 @@ mod tests {
         let baseline = [1.0, 2.0, 3.0, 4.0, 5.0, f64::NAN];
         let y = [x[4] + 1.0, -x[7], 3.0, f64::NAN, 6.0, 1.0];
         let mut hits = vec![];
-        p.observe(&baseline, &y, |i, h| hits.push((i, h)));
+        p.observe(&baseline, &y, &[], |i, h| hits.push((i, h)));
         assert_eq!(
             hits,
             vec![
@@ -185,7 +198,7 @@ mod tests {
     fn a_tag_of_a_column_outside_the_probe_blocks() {
         let p = Probe::new(vec![2], 10);
         let mut hits = vec![];
-        p.observe(&[0.0], &[codec::encode(4)], |i, h| hits.push((i, h)));
+        p.observe(&[0.0], &[codec::encode(4)], &[], |i, h| hits.push((i, h)));
         assert_eq!(hits, vec![(0, Hit::Blocked)]);
     }
 
@@ -201,6 +214,7 @@ mod tests {
         p.observe(
             &[1.0, 1.0],
             &[x[5], std::hint::black_box(x[n - 1]) as f32 as f64],
+            &[],
             |i, h| hits.push((i, h)),
         );
         assert_eq!(hits, vec![(0, Hit::Dep(5)), (1, Hit::Dep(n as u32 - 1))]);

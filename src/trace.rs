@@ -1,28 +1,51 @@
-//! A trace session: the baseline, a planner, the evaluation budget, and the pattern at the end.
+//! A trace session: the baseline, a planner, verification, the evaluation budget, and the
+//! pattern at the end.
 //!
 //! A session is the ask/tell loop that every driver runs:
 //!
 //! ```text
 //! let mut s = TraceSession::new(n, m, &x0, &options)?;
 //! loop {
-//!     let ks = s.ask()?;                     // outstanding probes of the current step
-//!     if ks.is_empty() { break; }
-//!     for k in ks { /* evaluate f at s.probe(k) */ s.tell(k, &y)?; }
+//!     let ids = s.ask()?;                    // outstanding evaluation requests of this step
+//!     if ids.is_empty() { break; }
+//!     for id in ids { /* evaluate f as s.request(id) says */ s.tell(id, &y)?; }
 //! }
 //! let pattern = s.finish()?;
 //! ```
 //!
-//! The first step is the baseline (the empty probe: `x0` itself). Its outputs decide which rows
-//! can be traced: a row NaN or Inf at `x0` is reported and stored dense, or refused, as
-//! [`NonFiniteBaseline`] says. The budget ([`TraceOptions::max_evaluations`]) counts every
-//! evaluation told, the baseline included; when it runs out, `ask` returns nothing and
-//! `finish` keeps whatever is unresolved as possible dependencies.
+//! The first step is the baseline (`x0` itself). Its outputs decide which rows can be traced: a
+//! row NaN or Inf at `x0` is reported and stored dense, or refused, as [`NonFiniteBaseline`]
+//! says.
+//!
+//! # Verification by finite perturbation
+//!
+//! NaN tracing proves a zero when an output stays bit-for-bit equal to its baseline while a probe
+//! holds NaN. But NaN can be absorbed (`fmin`, clamps, `isnan` guards, a branch whose NaN path
+//! gives the baseline value), and then the zero is wrong. With [`TraceOptions::verify`] (the
+//! default) every probe is asked twice: with its tagged NaNs, and with the finite point
+//! `x0_j + h_j` on the same inputs, `h_j = verify_step * max(|x0_j|, 1)` with the sign of `x0_j`.
+//! An output that the NaNs left unchanged but the finite step changed (bit for bit, or beyond
+//! [`TraceOptions::verify_tolerance`]) absorbed a NaN: the planner is told so
+//! ([`crate::probe::Hit::Perturbed`]) and resolves it like any other change, and the entries it
+//! finds that way are reported as [`EntryKind::Perturbation`]. Verification doubles the
+//! evaluations; [`TraceReport::verification_evaluations`] counts its share.
+//!
+//! A zero that neither NaN nor the finite step can see (a derivative that vanishes on a whole
+//! neighbourhood of `x0`, such as the inactive side of `fmin` or a rounded value) stays a zero:
+//! at `x0` it is one. Multi-point tracing is for those.
+//!
+//! # Budget
+//!
+//! [`TraceOptions::max_evaluations`] counts every evaluation, the baseline included; when it runs
+//! out, `ask` returns nothing and `finish` keeps whatever is unresolved as possible dependencies.
+//! A probe whose verification did not fit in the budget is not used at all.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::pattern::{check_dims, Pattern, PatternBuilder, TraceReport};
+use crate::pattern::{check_dims, EntryKind, Pattern, PatternBuilder, TraceReport};
 use crate::planner::{chunked::Chunked, refine::Refine, Planner};
 use crate::probe::Probe;
 use bitvec::prelude::*;
+use std::collections::HashMap;
 
 /// Which planner traces the pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -48,7 +71,7 @@ pub enum NonFiniteBaseline {
 }
 
 /// Options of a trace.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TraceOptions {
     /// The planner.
     pub strategy: Strategy,
@@ -58,6 +81,15 @@ pub struct TraceOptions {
     pub max_evaluations: usize,
     /// Outputs not finite at `x0`.
     pub nonfinite_baseline: NonFiniteBaseline,
+    /// Verify every probe by a finite perturbation (see the module docs). Default on.
+    pub verify: bool,
+    /// Relative size of the verification step (default 1e-3).
+    pub verify_step: f64,
+    /// An output counts as changed (by a NaN probe or by the verification step) only when it
+    /// moves by more than `verify_tolerance * max(|y|, 1)` or stops being finite; 0 (default)
+    /// means any change of its bits. For codes whose results jitter (value-dependent iteration
+    /// counts, reductions in varying order).
+    pub verify_tolerance: f64,
 }
 
 impl Default for TraceOptions {
@@ -67,8 +99,31 @@ impl Default for TraceOptions {
             chunk_size: 8,
             max_evaluations: 0,
             nonfinite_baseline: NonFiniteBaseline::MarkDense,
+            verify: true,
+            verify_step: 1e-3,
+            verify_tolerance: 0.0,
         }
     }
+}
+
+/// What an evaluation request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestKind {
+    /// f at `x0` (the probe is empty).
+    Baseline,
+    /// f at `x0` with the probe's inputs replaced by tagged NaNs ([`Probe::write_tags`]).
+    Nan,
+    /// f at `x0` with each input `j` of the probe set to [`TraceSession::finite_value`]`(j)`.
+    Finite,
+}
+
+/// One evaluation a session asks for.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// The probe whose inputs change.
+    pub probe: &'a Probe,
+    /// How they change.
+    pub kind: RequestKind,
 }
 
 enum Stage {
@@ -81,17 +136,23 @@ enum Stage {
 pub struct TraceSession {
     n: usize,
     m: usize,
+    x0: Vec<f64>,
     options: TraceOptions,
     stage: Stage,
     probes: Vec<Probe>,
+    /// Requests of the current step told so far: one per probe, two with verification.
     told: BitVec,
+    /// Outputs of half-told probes (verification pairs), by request id.
+    pending: HashMap<usize, Vec<f64>>,
+    baseline: Vec<f64>,
     baseline_rows: Option<BitVec>,
     report: TraceReport,
 }
 
 impl TraceSession {
     /// A session for f: R^n -> R^m at `x0`. Errors: n or m zero or above `u32::MAX`,
-    /// `x0.len() != n`, a NaN or Inf in `x0`, `chunk_size == 0`.
+    /// `x0.len() != n`, a NaN or Inf in `x0`, `chunk_size == 0`, a verification step that is
+    /// not finite and positive, a negative tolerance.
     pub fn new(n: usize, m: usize, x0: &[f64], options: &TraceOptions) -> Result<Self> {
         check_dims(m, n)?;
         if x0.len() != n {
@@ -109,16 +170,40 @@ impl TraceSession {
         if options.strategy == Strategy::Chunked && options.chunk_size == 0 {
             return Err(Error::invalid("chunk_size must be at least 1"));
         }
+        if options.verify && !(options.verify_step.is_finite() && options.verify_step > 0.0) {
+            return Err(Error::invalid(format!(
+                "verify_step = {} must be finite and positive",
+                options.verify_step
+            )));
+        }
+        if options.verify_tolerance.is_nan() || options.verify_tolerance < 0.0 {
+            return Err(Error::invalid(format!(
+                "verify_tolerance = {} must be at least 0",
+                options.verify_tolerance
+            )));
+        }
         Ok(TraceSession {
             n,
             m,
+            x0: x0.to_vec(),
             options: options.clone(),
             stage: Stage::Baseline,
             probes: vec![Probe::new(Vec::new(), n)],
             told: bitvec![0; 1],
+            pending: HashMap::new(),
+            baseline: Vec::new(),
             baseline_rows: None,
             report: TraceReport::default(),
         })
+    }
+
+    /// Requests per probe in the current step.
+    fn per_probe(&self) -> usize {
+        if self.options.verify && !matches!(self.stage, Stage::Baseline) {
+            2
+        } else {
+            1
+        }
     }
 
     /// Evaluations still allowed by the budget (`usize::MAX` without one).
@@ -129,9 +214,9 @@ impl TraceSession {
         }
     }
 
-    /// The indices of the probes to evaluate next: the untold probes of the current step (at
-    /// most as many as the budget allows). Empty when the trace is complete or the budget is
-    /// spent; [`TraceSession::finish`] then gives the pattern.
+    /// The ids of the evaluation requests to run next: the untold requests of the current step
+    /// (as many as the budget allows, whole verification pairs only). Empty when the trace is
+    /// complete or the budget is spent; [`TraceSession::finish`] then gives the pattern.
     pub fn ask(&mut self) -> Result<Vec<usize>> {
         if self.told.all() {
             match std::mem::replace(&mut self.stage, Stage::Baseline) {
@@ -145,13 +230,14 @@ impl TraceSession {
                     return Ok(Vec::new());
                 }
                 Stage::Planning(mut planner) => {
-                    if self.remaining() == 0 {
+                    if self.remaining() < self.per_probe_planning() {
                         self.report.budget_exhausted = true;
                         self.stage = Stage::Planning(planner);
                         return Ok(Vec::new());
                     }
                     self.probes = planner.ask()?;
-                    self.told = bitvec![0; self.probes.len()];
+                    let per = self.per_probe_planning();
+                    self.told = bitvec![0; self.probes.len() * per];
                     if self.probes.is_empty() {
                         self.stage = Stage::Done(planner);
                         return Ok(Vec::new());
@@ -161,33 +247,78 @@ impl TraceSession {
                 }
             }
         }
-        let remaining = self.remaining();
-        if remaining == 0 {
-            self.report.budget_exhausted = true;
+        let per = self.per_probe();
+        let mut budget = self.remaining();
+        let mut ids = Vec::new();
+        for k in 0..self.told.len() / per {
+            let untold: Vec<usize> = (k * per..(k + 1) * per)
+                .filter(|&id| !self.told[id])
+                .collect();
+            if untold.is_empty() {
+                continue;
+            }
+            if untold.len() > budget {
+                self.report.budget_exhausted = true;
+                break;
+            }
+            budget -= untold.len();
+            ids.extend(untold);
         }
-        Ok(self.told.iter_zeros().take(remaining).collect())
+        Ok(ids)
     }
 
-    /// Probe `k` of the current step.
+    fn per_probe_planning(&self) -> usize {
+        if self.options.verify {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Request `id` of the current step.
     ///
     /// # Panics
-    /// If `k` is not an index [`TraceSession::ask`] returned for this step.
-    pub fn probe(&self, k: usize) -> &Probe {
-        &self.probes[k]
+    /// If `id` is not an index [`TraceSession::ask`] returned for this step.
+    pub fn request(&self, id: usize) -> Request<'_> {
+        let per = self.per_probe();
+        let kind = match (&self.stage, id % per) {
+            (Stage::Baseline, _) => RequestKind::Baseline,
+            (_, 0) => RequestKind::Nan,
+            _ => RequestKind::Finite,
+        };
+        Request {
+            probe: &self.probes[id / per],
+            kind,
+        }
     }
 
-    /// All probes of the current step.
-    pub fn probes(&self) -> &[Probe] {
-        &self.probes
+    /// The value of input `j` in a [`RequestKind::Finite`] request: `x0_j + h_j` (module docs).
+    pub fn finite_value(&self, j: usize) -> f64 {
+        let x = self.x0[j];
+        let sign = if x < 0.0 { -1.0 } else { 1.0 };
+        x + self.options.verify_step * x.abs().max(1.0) * sign
     }
 
-    /// The outputs `y` (m values) of probe `k` of the current step. Errors: `k` out of range or
-    /// told already, `y.len() != m`, and at the baseline a non-finite output when the options
-    /// make that an error.
-    pub fn tell(&mut self, k: usize, y: &[f64]) -> Result<()> {
-        if k >= self.probes.len() || self.told[k] {
+    /// The point the trace is at.
+    pub fn x0(&self) -> &[f64] {
+        &self.x0
+    }
+
+    /// Whether the verification step changed output `i`: `fin` against the baseline `base`.
+    fn changed(&self, base: f64, fin: f64) -> bool {
+        match self.options.verify_tolerance {
+            0.0 => base.to_bits() != fin.to_bits(),
+            t => !fin.is_finite() || (fin - base).abs() > t * base.abs().max(1.0),
+        }
+    }
+
+    /// The outputs `y` (m values) of request `id`. Errors: `id` out of range or told already,
+    /// `y.len() != m`, and at the baseline a non-finite output when the options make that an
+    /// error.
+    pub fn tell(&mut self, id: usize, y: &[f64]) -> Result<()> {
+        if id >= self.told.len() || self.told[id] {
             return Err(Error::invalid(format!(
-                "probe {k} is not outstanding in this step"
+                "request {id} is not outstanding in this step"
             )));
         }
         if y.len() != self.m {
@@ -197,39 +328,94 @@ impl TraceSession {
                 self.m
             )));
         }
-        self.told.set(k, true);
+        self.told.set(id, true);
         self.report.evaluations += 1;
-        match &mut self.stage {
-            Stage::Baseline => {
-                let bad: BitVec = y.iter().map(|v| !v.is_finite()).collect();
-                if let Some(i) = bad.first_one() {
-                    if self.options.nonfinite_baseline == NonFiniteBaseline::Error {
-                        return Err(Error::new(
-                            ErrorKind::BaselineNotFinite,
-                            format!(
-                                "{} outputs are not finite at x0 (the first is y[{i}] = {})",
-                                bad.count_ones(),
-                                y[i]
-                            ),
-                        ));
-                    }
-                }
-                self.baseline_rows = Some(bad);
-                let (n, baseline) = (self.n, y.to_vec());
-                let planner: Box<dyn Planner> = match self.options.strategy {
-                    Strategy::OneHot => Box::new(Chunked::new(n, 1, baseline)),
-                    Strategy::Chunked => {
-                        Box::new(Chunked::new(n, self.options.chunk_size, baseline))
-                    }
-                    Strategy::Payload => Box::new(Refine::new(n, baseline)),
-                };
-                self.stage = Stage::Planning(planner);
-            }
-            Stage::Planning(planner) => {
-                self.report.via_float += planner.tell(k, &self.probes[k], y);
-            }
-            Stage::Done(_) => unreachable!("a finished session has no outstanding probe"),
+        let kind = self.request(id).kind;
+        if kind == RequestKind::Finite {
+            self.report.verification_evaluations += 1;
         }
+        if kind == RequestKind::Baseline {
+            return self.tell_baseline(y);
+        }
+        let per = self.per_probe();
+        let k = id / per;
+        // With a tolerance, a finite output within it of its baseline counts as unchanged, in
+        // the NaN probe as in its verification.
+        let y = &self.within_tolerance(y, kind);
+        let (y_nan, perturbed): (Vec<f64>, Vec<u32>) = if per == 1 {
+            (y.to_vec(), Vec::new())
+        } else {
+            let twin = k * per + usize::from(kind == RequestKind::Nan);
+            let Some(other) = self.pending.remove(&twin) else {
+                self.pending.insert(id, y.to_vec());
+                return Ok(());
+            };
+            let (y_nan, y_fin) = if kind == RequestKind::Nan {
+                (y.to_vec(), other)
+            } else {
+                (other, y.to_vec())
+            };
+            let base = &self.baseline;
+            let perturbed = (0..self.m)
+                .filter(|&i| {
+                    base[i].is_finite()
+                        && base[i].to_bits() == y_nan[i].to_bits()
+                        && self.changed(base[i], y_fin[i])
+                })
+                .map(|i| i as u32)
+                .collect();
+            (y_nan, perturbed)
+        };
+        let Stage::Planning(planner) = &mut self.stage else {
+            unreachable!("probes are told only while planning")
+        };
+        self.report.via_float += planner.tell(k, &self.probes[k], &y_nan, &perturbed);
+        Ok(())
+    }
+
+    /// `y` with finite outputs within the tolerance of the baseline set to the baseline (a NaN
+    /// request) ; unchanged without a tolerance or for a verification request (which compares
+    /// with the tolerance itself).
+    fn within_tolerance(&self, y: &[f64], kind: RequestKind) -> Vec<f64> {
+        let t = self.options.verify_tolerance;
+        if t == 0.0 || kind != RequestKind::Nan {
+            return y.to_vec();
+        }
+        y.iter()
+            .zip(&self.baseline)
+            .map(|(&v, &b)| {
+                if b.is_finite() && v.is_finite() && (v - b).abs() <= t * b.abs().max(1.0) {
+                    b
+                } else {
+                    v
+                }
+            })
+            .collect()
+    }
+
+    fn tell_baseline(&mut self, y: &[f64]) -> Result<()> {
+        let bad: BitVec = y.iter().map(|v| !v.is_finite()).collect();
+        if let Some(i) = bad.first_one() {
+            if self.options.nonfinite_baseline == NonFiniteBaseline::Error {
+                return Err(Error::new(
+                    ErrorKind::BaselineNotFinite,
+                    format!(
+                        "{} outputs are not finite at x0 (the first is y[{i}] = {})",
+                        bad.count_ones(),
+                        y[i]
+                    ),
+                ));
+            }
+        }
+        self.baseline_rows = Some(bad);
+        self.baseline = y.to_vec();
+        let (n, baseline) = (self.n, y.to_vec());
+        let planner: Box<dyn Planner> = match self.options.strategy {
+            Strategy::OneHot => Box::new(Chunked::new(n, 1, baseline)),
+            Strategy::Chunked => Box::new(Chunked::new(n, self.options.chunk_size, baseline)),
+            Strategy::Payload => Box::new(Refine::new(n, baseline)),
+        };
+        self.stage = Stage::Planning(planner);
         Ok(())
     }
 
@@ -251,8 +437,14 @@ impl TraceSession {
         let dense = self.baseline_rows.expect("baseline told");
         let builder = PatternBuilder::new(self.m, self.n, dense)?;
         let (mut pattern, unresolved) = planner.finish(builder)?;
+        let found_by_perturbation = pattern
+            .kinds()
+            .iter()
+            .filter(|&&k| k == EntryKind::Perturbation)
+            .count();
         pattern.report = TraceReport {
             unresolved,
+            found_by_perturbation,
             ..self.report
         };
         Ok(pattern)

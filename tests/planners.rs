@@ -12,11 +12,14 @@ const WINNERS: [Winner; 4] = [
     Winner::Anonymous,
 ];
 
+/// Traces with NaN tracing alone (these tests are about the planners; verification by
+/// perturbation, which doubles every probe, is tested in tests/verification.rs).
 fn run(truth: &Pattern, strategy: Strategy, winner: Winner, seed: u64) -> Pattern {
     let mut f = Synthetic::new(truth, winner, seed);
     let x0: Vec<f64> = (0..truth.cols()).map(|j| 0.5 + j as f64 * 0.01).collect();
     let options = TraceOptions {
         strategy,
+        verify: false,
         ..TraceOptions::default()
     };
     let p = trace(&mut f, truth.rows(), &x0, &options).expect("trace succeeds");
@@ -349,7 +352,9 @@ fn payload_steps_are_batches_of_independent_probes() {
         largest_batch = largest_batch.max(ks.len());
         ks.reverse();
         for k in ks {
-            let y = ev.eval(&mut f, s.probe(k)).unwrap().to_vec();
+            let y = nanprop::driver::eval_request(&mut ev, &mut f, &s, k)
+                .unwrap()
+                .to_vec();
             s.tell(k, &y).unwrap();
         }
     }

@@ -62,6 +62,7 @@ struct Row {
     exact: bool,
     lib_ms: f64,
     peak_mb: f64,
+    verified: Option<usize>,
 }
 
 fn measure(family: &str, truth: &Pattern, strategy: Strategy) -> Row {
@@ -81,6 +82,20 @@ fn measure(family: &str, truth: &Pattern, strategy: Strategy) -> Row {
     let total = start.elapsed();
     let peak = PEAK.load(Relaxed) - before;
     let exact = p.row_ptr() == truth.row_ptr() && p.col_idx() == truth.col_idx();
+    let verified = (strategy == Strategy::Payload).then(|| {
+        let mut f = Synthetic::new(truth, Winner::Random, 1);
+        let options = TraceOptions {
+            verify: true,
+            ..options.clone()
+        };
+        let v = trace(&mut f, truth.rows(), &x0, &options).expect("verified trace");
+        assert_eq!(
+            v.col_idx(),
+            p.col_idx(),
+            "verification changes nothing on exact NaN propagation"
+        );
+        v.report.evaluations
+    });
     Row {
         family: family.to_string(),
         n: truth.cols(),
@@ -91,6 +106,7 @@ fn measure(family: &str, truth: &Pattern, strategy: Strategy) -> Row {
         exact,
         lib_ms: (total.saturating_sub(f.time)).as_secs_f64() * 1e3,
         peak_mb: peak as f64 / 1e6,
+        verified,
     }
 }
 
@@ -143,17 +159,18 @@ fn cases(quick: bool) -> Vec<(String, Pattern)> {
 
 fn print_table(title: &str, rows: &[Row]) {
     println!("\n### {title}\n");
-    println!("| family | n | m | nnz | lower bound | evaluations | exact | library time (ms) | peak memory (MB) |");
-    println!("|---|---:|---:|---:|---:|---:|---|---:|---:|");
+    println!("| family | n | m | nnz | lower bound | evaluations | with verification | exact | library time (ms) | peak memory (MB) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|");
     for r in rows {
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.2} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.2} |",
             r.family,
             r.n,
             r.m,
             r.nnz,
             r.lower_bound,
             r.evaluations,
+            r.verified.map_or("-".to_string(), |v| v.to_string()),
             if r.exact { "yes" } else { "superset" },
             r.lib_ms,
             r.peak_mb
@@ -372,6 +389,10 @@ fn main() {
         print_table(title, &rows);
     }
     println!("\nLower bound: max nonzeros in a row + 1 (each probe proves at most one dependency per row).");
+    println!(
+        "Evaluations: NaN tracing alone (verify off). With verification (the default), every probe"
+    );
+    println!("is evaluated a second time at a finite point: measured for the payload strategy.");
     coloring_table();
     println!("One-hot and chunked run up to n = 10^4: each of their probes reads all m outputs, O(n m) in all.");
 }

@@ -443,13 +443,19 @@ fn cmd_demo(s: StrategyArg) -> Result<(), String> {
     println!("outputs 0-9 bending stress, 10 root margin, 11-20 panel buckling, 21 weight\n");
     print!("{}", picture(&p));
     println!(
-        "\nn = {}, m = {}, nnz = {}, evaluations = {} (one-hot would take {}), unresolved = {}, time = {:.2} ms",
+        "\nn = {}, m = {}, nnz = {}, evaluations = {} ({} of them verification; one-hot: {}, {} verified),",
         p.cols(),
         p.rows(),
         p.nnz(),
         p.report.evaluations,
+        p.report.verification_evaluations,
         p.cols() + 1,
+        2 * p.cols() + 1,
+    );
+    println!(
+        "unresolved = {}, found by perturbation = {}, time = {:.2} ms",
         p.report.unresolved,
+        p.report.found_by_perturbation,
         elapsed.as_secs_f64() * 1e3
     );
     // The point of the pattern: a cheaper Jacobian.

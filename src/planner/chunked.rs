@@ -55,18 +55,20 @@ impl Planner for Chunked {
         Ok(probes)
     }
 
-    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64]) -> usize {
+    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> usize {
         self.told.set(k, true);
         let chunk = self.chunk_cols(k);
         let single = chunk.len() == 1;
         let found = &mut self.found;
-        probe.observe(&self.baseline, y, |i, hit| {
+        probe.observe(&self.baseline, y, perturbed, |i, hit| {
             if let Hit::Dep(j) = hit {
                 found.push((i, j, EntryKind::Traced));
             }
             if single {
-                if hit == Hit::Blocked {
-                    found.push((i, chunk.start, EntryKind::Traced));
+                match hit {
+                    Hit::Dep(_) => {}
+                    Hit::Blocked => found.push((i, chunk.start, EntryKind::Traced)),
+                    Hit::Perturbed => found.push((i, chunk.start, EntryKind::Perturbation)),
                 }
             } else {
                 found.extend(chunk.clone().map(|j| (i, j, EntryKind::Chunk)));

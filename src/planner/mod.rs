@@ -25,9 +25,11 @@ pub trait Planner {
     /// construction, then only after every probe of the previous step was told.
     fn ask(&mut self) -> Result<Vec<Probe>>;
 
-    /// The outputs `y` (m values) of probe `k` of the current step, which is `probe`. Returns how
-    /// many tags came back through single precision.
-    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64]) -> usize;
+    /// The outputs `y` (m values) of probe `k` of the current step, which is `probe`, and the
+    /// rows verification flagged for it (`perturbed`, increasing: unchanged in `y` but changed
+    /// by a finite step on the probe's inputs; see [`crate::probe::Hit::Perturbed`]). Returns
+    /// how many tags came back through single precision.
+    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> usize;
 
     /// The pattern of what is known: proven dependencies, plus every entry still unresolved
     /// (kind [`crate::EntryKind::Unresolved`]). `builder` already knows the non-finite rows.

@@ -126,6 +126,10 @@ pub struct Refine {
     cand_probe: Vec<u32>,
     /// For each candidate entry: whether its row's output changed in the probe testing it.
     cand_hit: BitVec,
+    /// For each candidate entry: whether that change was seen only by verification.
+    cand_pert: BitVec,
+    /// Dependencies proven only by verification (kind [`EntryKind::Perturbation`]).
+    pert_deps: Vec<(u32, u32)>,
     /// Probes told so far.
     spent: usize,
     /// Of the candidates tested in the last step, the fraction whose output changed (1.0 before
@@ -166,6 +170,8 @@ impl Refine {
             cand_ptr,
             cand_idx,
             cand_hit: BitVec::new(),
+            cand_pert: BitVec::new(),
+            pert_deps: Vec::new(),
             last_hit_rate: 1.0,
             spent: 0,
 
@@ -215,6 +221,9 @@ impl Refine {
                                 if leaf {
                                     // Alone among the row's blocks in its probe: proven.
                                     self.new_deps.push((i as u32, self.cand_idx[e]));
+                                    if self.cand_pert[e] {
+                                        self.pert_deps.push((i as u32, self.cand_idx[e]));
+                                    }
                                 }
                                 !leaf
                             } else {
@@ -233,6 +242,7 @@ impl Refine {
                 self.cand_idx.truncate(w);
                 self.cand_probe.truncate(w);
                 self.cand_hit = bitvec![0; w];
+                self.cand_pert = bitvec![0; w];
                 if tested > 0 {
                     self.last_hit_rate = changed as f64 / tested as f64;
                 }
@@ -538,6 +548,7 @@ impl Refine {
             }
         }
         self.cand_hit = bitvec![0; self.cand_idx.len()];
+        self.cand_pert = bitvec![0; self.cand_idx.len()];
         self.told = bitvec![0; colors];
         Ok(Some(
             cols.into_iter().map(|c| Probe::new(c, self.n)).collect(),
@@ -617,15 +628,21 @@ impl Planner for Refine {
         }
     }
 
-    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64]) -> usize {
+    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> usize {
         self.told.set(k, true);
         self.spent += 1;
         let mode = self.mode;
-        let (new_deps, cand_hit) = (&mut self.new_deps, &mut self.cand_hit);
+        let (new_deps, pert_deps) = (&mut self.new_deps, &mut self.pert_deps);
+        let (cand_hit, cand_pert) = (&mut self.cand_hit, &mut self.cand_pert);
         let (cand_ptr, cand_probe) = (&self.cand_ptr, &self.cand_probe);
         let (dep_ptr, dep_idx) = (&self.dep_ptr, &self.dep_idx);
-        let via_float = probe.observe(&self.baseline, y, |i, hit| match mode {
-            Mode::OneHot => new_deps.push((i, probe.cols()[0])),
+        let via_float = probe.observe(&self.baseline, y, perturbed, |i, hit| match mode {
+            Mode::OneHot => {
+                new_deps.push((i, probe.cols()[0]));
+                if hit == Hit::Perturbed {
+                    pert_deps.push((i, probe.cols()[0]));
+                }
+            }
             _ => {
                 if let Hit::Dep(j) = hit {
                     // A probe holding a known dependency of the row re-reports it: skip those.
@@ -638,6 +655,9 @@ impl Planner for Refine {
                 let row = &cand_probe[start..cand_ptr[i as usize + 1]];
                 for (e, _) in row.iter().enumerate().filter(|(_, &c)| c == k as u32) {
                     cand_hit.set(start + e, true);
+                    if hit == Hit::Perturbed {
+                        cand_pert.set(start + e, true);
+                    }
                 }
             }
         });
@@ -651,6 +671,16 @@ impl Planner for Refine {
         self.absorb();
         self.merge_deps()?;
         let onehot = self.mode == Mode::OneHot;
+        self.pert_deps.sort_unstable();
+        self.pert_deps.dedup();
+        let pert = std::mem::take(&mut self.pert_deps);
+        let traced_kind = |i: usize, j: u32| {
+            if pert.binary_search(&(i as u32, j)).is_ok() {
+                EntryKind::Perturbation
+            } else {
+                EntryKind::Traced
+            }
+        };
         let mut unresolved = 0;
         let mut row: Vec<(u32, EntryKind)> = Vec::new();
         for i in 0..self.m {
@@ -672,10 +702,14 @@ impl Planner for Refine {
             loop {
                 match (d.peek(), p.peek()) {
                     (Some(&&x), Some(&&y)) if x < y => {
-                        row.push((*d.next().unwrap(), EntryKind::Traced))
+                        let j = *d.next().unwrap();
+                        row.push((j, traced_kind(i, j)))
                     }
                     (Some(_), Some(_)) => row.push((*p.next().unwrap(), EntryKind::Unresolved)),
-                    (Some(_), None) => row.push((*d.next().unwrap(), EntryKind::Traced)),
+                    (Some(_), None) => {
+                        let j = *d.next().unwrap();
+                        row.push((j, traced_kind(i, j)))
+                    }
                     (None, Some(_)) => row.push((*p.next().unwrap(), EntryKind::Unresolved)),
                     (None, None) => break,
                 }

@@ -1,0 +1,221 @@
+//! Verification by finite perturbation: one black box per NaN-absorbing construct of
+//! NAN_FACTS §3. NaN tracing alone misses each dependency; verification finds it and reports it
+//! as found by perturbation. Zeros that hold on a whole neighbourhood of x0 stay zeros.
+
+use nanprop::synthetic::{self, Synthetic, Winner};
+use nanprop::{trace, EntryKind, Pattern, Strategy, TraceOptions};
+
+fn traced(
+    f: &mut dyn FnMut(&[f64], &mut [f64]),
+    m: usize,
+    x0: &[f64],
+    strategy: Strategy,
+    verify: bool,
+) -> Pattern {
+    let mut bb = |x: &[f64], y: &mut [f64]| {
+        f(x, y);
+        Ok(())
+    };
+    let options = TraceOptions {
+        strategy,
+        verify,
+        ..Default::default()
+    };
+    trace(&mut bb, m, x0, &options).expect("trace")
+}
+
+type BlackBoxFn = fn(&[f64], &mut [f64]);
+type Case = (&'static str, BlackBoxFn, Vec<f64>, usize);
+
+/// Constructs where NaN is absorbed although the output depends on the input at x0.
+// The clamp is written as C codes write it, fmin(fmax(x, lo), hi), which absorbs NaN; Rust's
+// f64::clamp would propagate it.
+#[allow(clippy::manual_clamp)]
+fn absorbing() -> Vec<Case> {
+    vec![
+        // fmax(NaN, 0) = 0: a ReLU at its kink.
+        ("fmax", |x, y| y[0] = x[0].max(0.0) + 1.0, vec![0.0], 0),
+        // fmin(x, NaN) = x at a tie; the step (sign of x) moves into the active side.
+        ("fmin", |x, y| y[0] = x[0].min(x[1]), vec![-1.0, -1.0], 1),
+        // A clamp at its lower bound.
+        (
+            "clamp",
+            |x, y| y[0] = 3.0 * x[0].max(0.0).min(1.0),
+            vec![0.0],
+            0,
+        ),
+        // An isnan guard, as codes that sanitize their inputs have.
+        (
+            "isnan guard",
+            |x, y| y[0] = 2.0 * if x[0].is_nan() { 0.0 } else { x[0] },
+            vec![0.0],
+            0,
+        ),
+        // An ordered comparison: NaN > 0 is false, and the other branch gives the same value.
+        (
+            "comparison",
+            |x, y| y[0] = if x[0] > 0.0 { x[0] } else { 0.0 },
+            vec![0.0],
+            0,
+        ),
+    ]
+}
+
+#[test]
+fn each_absorbing_construct_is_missed_by_nan_tracing_and_found_by_verification() {
+    for (name, f, x0, j) in absorbing() {
+        let mut f = f;
+        for strategy in [Strategy::OneHot, Strategy::Payload] {
+            let plain = traced(&mut f, 1, &x0, strategy, false);
+            assert!(
+                !plain.contains(0, j),
+                "{name}: NaN tracing alone should miss (0, {j})"
+            );
+            let checked = traced(&mut f, 1, &x0, strategy, true);
+            assert!(
+                checked.contains(0, j),
+                "{name} {strategy:?}: verification missed (0, {j})"
+            );
+            let k =
+                checked.row_ptr()[0] + checked.row(0).iter().position(|&c| c == j as u32).unwrap();
+            assert_eq!(checked.kinds()[k], EntryKind::Perturbation, "{name}");
+            assert!(checked.report.found_by_perturbation >= 1, "{name}");
+            assert!(checked.report.verification_evaluations > 0, "{name}");
+            assert!(checked.report.verification_evaluations < checked.report.evaluations);
+        }
+    }
+}
+
+#[test]
+fn the_branch_case_with_both_inputs_in_one_probe() {
+    // if (x2 > 0) y = x1; else y = 0;  at x1 = 0, x2 = 1. With x1 and x2 NaN in one probe the
+    // comparison is false and y = 0, its baseline value: both zeros look proven. (Outputs 1..
+    // copy the other 30 inputs, so the payload planner starts with one probe of everything.)
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        y[0] = if x[1] > 0.0 { x[0] } else { 0.0 };
+        for i in 1..32 {
+            y[i] = x[i] * 2.0;
+        }
+    };
+    let mut x0 = [1.0; 32];
+    x0[0] = 0.0;
+    let mut bb = |x: &[f64], y: &mut [f64]| {
+        f(x, y);
+        Ok(())
+    };
+    let shared = |verify| TraceOptions {
+        strategy: Strategy::Chunked,
+        chunk_size: 2,
+        verify,
+        ..Default::default()
+    };
+    let plain = trace(&mut bb, 32, &x0, &shared(false)).unwrap();
+    assert!(
+        plain.row(0).is_empty(),
+        "NaN tracing alone: the shared probe hides x1"
+    );
+    let checked = trace(&mut bb, 32, &x0, &shared(true)).unwrap();
+    assert!(checked.contains(0, 0), "verification finds x1");
+    // The payload planner then resolves the flagged probe down to single inputs: x1 depends
+    // (proven by NaN once alone), x2 does not (its branch does not switch near x0).
+    let checked = traced(&mut f, 32, &x0, Strategy::Payload, true);
+    assert_eq!(checked.row(0), &[0]);
+    assert_eq!(checked.row(5), &[5]);
+}
+
+#[test]
+fn zeros_on_a_whole_neighbourhood_stay_zeros() {
+    // pow(NaN, 0) = 1 and pow(1, NaN) = 1 are absorbed, but at x0 the output truly does not
+    // move: d/dx x^0 = 0 everywhere, d/dx 1^x = ln 1 = 0. A rounded value is piecewise constant.
+    let cases: Vec<(&str, BlackBoxFn, Vec<f64>)> = vec![
+        ("pow(x, 0)", |x, y| y[0] = x[0].powf(x[1]), vec![1.5, 0.0]),
+        ("pow(1, x)", |x, y| y[0] = x[0].powf(x[1]), vec![1.0, 2.0]),
+        (
+            "rounded",
+            |x, y| y[0] = ((x[0] * 10.0) as i64) as f64,
+            vec![0.04],
+        ),
+    ];
+    for (name, f, x0) in cases {
+        let mut f = f;
+        let plain = traced(&mut f, 1, &x0, Strategy::OneHot, false);
+        let checked = traced(&mut f, 1, &x0, Strategy::OneHot, true);
+        assert_eq!(checked.col_idx(), plain.col_idx(), "{name}: no entry added");
+        assert_eq!(checked.report.found_by_perturbation, 0, "{name}");
+    }
+}
+
+#[test]
+fn tolerance_ignores_jitter() {
+    // y0 depends on nothing but jitters in its last bits from call to call (as codes whose
+    // iteration counts depend on the values do); y1 = 2 x1.
+    let mut calls = 0u64;
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        calls += 1;
+        y[0] = 5.0 + 1e-13 * (calls % 2) as f64;
+        y[1] = 2.0 * x[1];
+    };
+    let x0 = [1.0, 2.0];
+    let mut bb = |x: &[f64], y: &mut [f64]| {
+        f(x, y);
+        Ok(())
+    };
+    let strict = TraceOptions {
+        strategy: Strategy::OneHot,
+        ..Default::default()
+    };
+    let p = trace(&mut bb, 2, &x0, &strict).unwrap();
+    assert!(
+        !p.row(0).is_empty(),
+        "bit-for-bit: the jitter reads as dependencies"
+    );
+    let tolerant = TraceOptions {
+        verify_tolerance: 1e-10,
+        ..strict
+    };
+    let p = trace(&mut bb, 2, &x0, &tolerant).unwrap();
+    assert!(p.row(0).is_empty(), "within tolerance: no dependency");
+    assert_eq!(p.row(1), &[1]);
+}
+
+#[test]
+fn verification_adds_nothing_where_nan_propagates() {
+    for truth in [
+        synthetic::banded(300, 2),
+        synthetic::stencil_2d(15),
+        synthetic::random_sparse(120, 150, 4, 8),
+    ] {
+        let x0: Vec<f64> = (0..truth.cols()).map(|j| 0.5 + 0.01 * j as f64).collect();
+        let mut f = Synthetic::new(&truth, Winner::Random, 3);
+        let p = trace(&mut f, truth.rows(), &x0, &TraceOptions::default()).unwrap();
+        assert_eq!(
+            (p.row_ptr(), p.col_idx()),
+            (truth.row_ptr(), truth.col_idx())
+        );
+        assert_eq!(p.report.found_by_perturbation, 0);
+        assert_eq!(
+            p.report.evaluations,
+            1 + 2 * p.report.verification_evaluations
+        );
+    }
+}
+
+#[test]
+fn budget_never_uses_half_a_verification() {
+    let truth = synthetic::banded(50, 1);
+    let mut f = Synthetic::new(&truth, Winner::Random, 1);
+    let options = TraceOptions {
+        max_evaluations: 6,
+        ..Default::default()
+    };
+    let p = trace(&mut f, 50, &vec![1.0; 50], &options).unwrap();
+    assert!(
+        p.report.evaluations <= 6 && p.report.evaluations % 2 == 1,
+        "baseline + whole pairs"
+    );
+    for i in 0..50 {
+        for &j in truth.row(i) {
+            assert!(p.contains(i, j as usize));
+        }
+    }
+}
