@@ -98,7 +98,9 @@ impl GuardedEvaluator {
         let m = self.m;
         self.sent.copy_from_slice(&self.x);
         self.y.fill(f64::from_bits(UNWRITTEN));
+        crate::fpenv::mask_traps();
         let status = f.eval(&self.x, &mut self.y[..m]);
+        crate::fpenv::mask_traps();
         // Rust code cannot write through `&[f64]`, so the compiler may assume x is unchanged and
         // fold the check below away; a C black box can (casting away const). Make the compiler
         // forget what it knows of x before comparing.
@@ -181,6 +183,7 @@ pub fn trace_with_progress(
     options: &TraceOptions,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Pattern> {
+    let _fp = crate::fpenv::FpGuard::enter();
     let mut session = TraceSession::new(x0.len(), m, x0, options)?;
     let mut ev = GuardedEvaluator::new(x0, m)?;
     loop {

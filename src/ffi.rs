@@ -248,6 +248,8 @@ fn status_of(kind: ErrorKind) -> nanprop_status {
 
 /// Runs `body`, turning errors and panics into a status and the thread's last error message.
 fn guarded(function: &str, body: impl FnOnce() -> Result<()>) -> nanprop_status {
+    // Traps masked for all of nanprop's work; the caller's environment back on return.
+    let _fp = crate::fpenv::FpGuard::enter();
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => nanprop_status::NANPROP_OK,
         Ok(Err(e)) => {

@@ -238,6 +238,7 @@ impl JacobianPlan {
         fx: Option<&[f64]>,
         values: &mut [f64],
     ) -> Result<usize> {
+        let _fp = crate::fpenv::FpGuard::enter();
         let (m, n) = (self.m, self.n);
         if x.len() != n {
             return Err(Error::invalid(format!(

@@ -45,6 +45,7 @@ pub mod demo;
 pub mod driver;
 pub mod error;
 pub mod ffi;
+pub mod fpenv;
 pub mod jacobian;
 pub mod loader;
 pub mod mtx;
