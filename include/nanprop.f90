@@ -41,6 +41,9 @@ module nanprop
     integer(c_int32_t) :: verify
     real(c_double) :: verify_step
     real(c_double) :: verify_tolerance
+    integer(c_size_t) :: sample_points
+    real(c_double) :: sample_scale
+    integer(c_int64_t) :: seed
   end type nanprop_options
 
   type, bind(C) :: nanprop_coloring_options

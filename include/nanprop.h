@@ -217,6 +217,13 @@ typedef enum {
 } nanprop_status;
 
 /**
+ * A stateful tracer for codes with discrete ("flag") inputs: it traces again whenever it sees
+ * a new combination of flag values and keeps the union. Opaque; free it with
+ * `nanprop_flag_tracer_free`.
+ */
+typedef struct nanprop_flag_tracer nanprop_flag_tracer;
+
+/**
  * A reusable Jacobian plan: a pattern, its coloring and buffers. Opaque; free with
  * `nanprop_jacobian_plan_free`. Not for use by two threads at once.
  */
@@ -282,6 +289,20 @@ typedef struct {
    * any change of its bits. For codes whose results jitter.
    */
   double verify_tolerance;
+  /**
+   * Also trace at this many points sampled around x0 and return the union (default 0):
+   * x_j = x0_j + sample_scale * max(|x0_j|, 1) * z, z standard normal, so that branches taken
+   * near x0 are covered.
+   */
+  size_t sample_points;
+  /**
+   * Relative scale of the sampled points (default 0.1).
+   */
+  double sample_scale;
+  /**
+   * Seed of the sampled points (default 0).
+   */
+  uint64_t seed;
 } nanprop_options;
 
 /**
@@ -644,6 +665,68 @@ nanprop_status nanprop_loaded_jacobian(const nanprop_loaded *b,
  * Closes a loaded black box and unloads its library. NULL is a no-op.
  */
 void nanprop_loaded_close(nanprop_loaded *b);
+
+/**
+ * Traces f at each of `num_points` points (`points`: num_points x n values, point k at
+ * points + k n) and returns the union of the patterns (each entry with its strongest kind;
+ * evaluations added up). Options as for `nanprop_trace` (sampling included, around the first
+ * point).
+ *
+ * Errors: as `nanprop_trace`, and NANPROP_ERR_INVALID_ARGUMENT for no points; the message
+ * names the point that failed.
+ */
+nanprop_status nanprop_trace_points(nanprop_blackbox f,
+                                    void *user_data,
+                                    size_t n,
+                                    size_t m,
+                                    const double *points,
+                                    size_t num_points,
+                                    const nanprop_options *options,
+                                    nanprop_pattern **out);
+
+/**
+ * Creates a tracer for f: R^n -> R^m whose inputs `flags` (num_flags 0-based indices) are
+ * discrete switches. Each `nanprop_flag_tracer_observe` at a point with flag values not seen
+ * before traces there; the pattern is the union. `*out` is NULL on failure.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL f or out; NULL flags with num_flags > 0; a flag
+ * index not below n; n or m zero; bad options).
+ */
+nanprop_status nanprop_flag_tracer_create(nanprop_blackbox f,
+                                          void *user_data,
+                                          size_t n,
+                                          size_t m,
+                                          const size_t *flags,
+                                          size_t num_flags,
+                                          const nanprop_options *options,
+                                          nanprop_flag_tracer **out);
+
+/**
+ * Shows the tracer the point x (n values, e.g. each point an optimizer visits). Traces there if
+ * its flag values are new; `*traced` (if not NULL) is set to 1 then, else 0.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL tracer or x, or a NaN/Inf in x; those of
+ * `nanprop_trace` when it traces.
+ */
+nanprop_status nanprop_flag_tracer_observe(nanprop_flag_tracer *t, const double *x, int *traced);
+
+/**
+ * A copy of the tracer's current pattern (the union so far) into `*out`; free it with
+ * `nanprop_pattern_free`.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT for NULL arguments or when nothing was traced yet.
+ */
+nanprop_status nanprop_flag_tracer_pattern(const nanprop_flag_tracer *t, nanprop_pattern **out);
+
+/**
+ * Distinct flag combinations traced so far; 0 for NULL.
+ */
+size_t nanprop_flag_tracer_traces(const nanprop_flag_tracer *t);
+
+/**
+ * Frees a flag tracer. NULL is a no-op.
+ */
+void nanprop_flag_tracer_free(nanprop_flag_tracer *t);
 
 /**
  * The message of the last failure on the calling thread ("no error" before any). The string

@@ -13,10 +13,11 @@
 #![allow(non_camel_case_types, clippy::missing_safety_doc)]
 
 use crate::coloring::{self, ColoringOptions, Order};
-use crate::driver::{self, BlackBox};
+use crate::driver::BlackBox;
 use crate::error::{Error, ErrorKind, Result};
 use crate::jacobian::{Difference, JacobianOptions, JacobianPlan, Layout, Step};
 use crate::loader::{Convention, IntKind, LoadedBlackBox};
+use crate::multipoint::{sample_points, trace_points, FlagTracer};
 use crate::pattern::{EntryKind, Pattern};
 use crate::trace::{NonFiniteBaseline, Strategy, TraceOptions};
 use std::cell::RefCell;
@@ -116,6 +117,14 @@ pub struct nanprop_options {
     /// moves by more than verify_tolerance * max(|y|, 1) or stops being finite; 0 (default):
     /// any change of its bits. For codes whose results jitter.
     pub verify_tolerance: f64,
+    /// Also trace at this many points sampled around x0 and return the union (default 0):
+    /// x_j = x0_j + sample_scale * max(|x0_j|, 1) * z, z standard normal, so that branches taken
+    /// near x0 are covered.
+    pub sample_points: usize,
+    /// Relative scale of the sampled points (default 0.1).
+    pub sample_scale: f64,
+    /// Seed of the sampled points (default 0).
+    pub seed: u64,
 }
 
 /// A traced (or given) sparsity pattern. Opaque; free with `nanprop_pattern_free`.
@@ -220,6 +229,16 @@ pub const NANPROP_CONVENTION_MINPACK_HYBRD: u32 = 3;
 /// Loaded function convention: MINPACK lmdif `subroutine fcn(m, n, x, fvec, iflag)`.
 pub const NANPROP_CONVENTION_MINPACK_LMDIF: u32 = 4;
 
+/// A stateful tracer for codes with discrete ("flag") inputs: it traces again whenever it sees
+/// a new combination of flag values and keeps the union. Opaque; free it with
+/// `nanprop_flag_tracer_free`.
+pub struct nanprop_flag_tracer {
+    inner: FlagTracer,
+    f: unsafe extern "C" fn(*mut c_void, usize, *const f64, usize, *mut f64) -> c_int,
+    user_data: *mut c_void,
+    n: usize,
+}
+
 /// A black box loaded from a shared library (loader mode). Opaque; close it with
 /// `nanprop_loaded_close`. The library stays loaded while the handle lives.
 pub struct nanprop_loaded {
@@ -293,6 +312,9 @@ fn default_options() -> nanprop_options {
         verify: 1,
         verify_step: 0.0,
         verify_tolerance: 0.0,
+        sample_points: 0,
+        sample_scale: 0.1,
+        seed: 0,
     }
 }
 
@@ -348,6 +370,18 @@ impl Versioned for nanprop_options {
     fn version(&self) -> u32 {
         self.version
     }
+}
+
+/// Points to trace at besides x0 (sampled as the options say).
+fn sampled(options: *const nanprop_options, x0: &[f64]) -> Result<Vec<Vec<f64>>> {
+    let o = read_versioned(options)?;
+    if o.sample_points > 0 && !(o.sample_scale.is_finite() && o.sample_scale > 0.0) {
+        return Err(Error::invalid(format!(
+            "options.sample_scale = {} must be finite and positive",
+            o.sample_scale
+        )));
+    }
+    Ok(sample_points(x0, o.sample_points, o.sample_scale, o.seed))
 }
 
 /// Reads a caller's trace options.
@@ -449,11 +483,14 @@ pub unsafe extern "C" fn nanprop_trace(
         let f = f.ok_or_else(|| Error::invalid("f is NULL"))?;
         not_null(x0, "x0")?;
         crate::pattern::check_dims(m, n)?;
+        let options_ptr = options;
         let options = read_options(options)?;
         // SAFETY: non-NULL, and by contract x0 holds n values.
         let x0 = unsafe { std::slice::from_raw_parts(x0, n) };
         let mut bb = CBlackBox { f, user_data };
-        let pattern = driver::trace(&mut bb, m, x0, &options)?;
+        let mut points = vec![x0.to_vec()];
+        points.extend(sampled(options_ptr, x0)?);
+        let pattern = trace_points(&mut bb, m, &points, &options)?;
         let boxed = Box::new(nanprop_pattern { inner: pattern });
         // SAFETY: checked non-NULL.
         unsafe { *out = Box::into_raw(boxed) };
@@ -1249,6 +1286,170 @@ pub unsafe extern "C" fn nanprop_loaded_close(b: *mut nanprop_loaded) {
     if !b.is_null() {
         // SAFETY: a handle created by nanprop_loaded_open, closed once by contract.
         let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(b) })));
+    }
+}
+
+/// Traces f at each of `num_points` points (`points`: num_points x n values, point k at
+/// points + k n) and returns the union of the patterns (each entry with its strongest kind;
+/// evaluations added up). Options as for `nanprop_trace` (sampling included, around the first
+/// point).
+///
+/// Errors: as `nanprop_trace`, and NANPROP_ERR_INVALID_ARGUMENT for no points; the message
+/// names the point that failed.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_trace_points(
+    f: nanprop_blackbox,
+    user_data: *mut c_void,
+    n: usize,
+    m: usize,
+    points: *const f64,
+    num_points: usize,
+    options: *const nanprop_options,
+    out: *mut *mut nanprop_pattern,
+) -> nanprop_status {
+    guarded("nanprop_trace_points", || {
+        not_null(out, "out")?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = std::ptr::null_mut() };
+        let f = f.ok_or_else(|| Error::invalid("f is NULL"))?;
+        not_null(points, "points")?;
+        crate::pattern::check_dims(m, n)?;
+        if num_points == 0 {
+            return Err(Error::invalid("num_points is 0"));
+        }
+        let total = n
+            .checked_mul(num_points)
+            .ok_or_else(|| Error::invalid("num_points * n overflows"))?;
+        let trace_options = read_options(options)?;
+        // SAFETY: non-NULL; by contract num_points * n values.
+        let all = unsafe { std::slice::from_raw_parts(points, total) };
+        let mut list: Vec<Vec<f64>> = all.chunks(n).map(|c| c.to_vec()).collect();
+        list.extend(sampled(options, &list[0])?);
+        let mut bb = CBlackBox { f, user_data };
+        let pattern = trace_points(&mut bb, m, &list, &trace_options)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = Box::into_raw(Box::new(nanprop_pattern { inner: pattern })) };
+        Ok(())
+    })
+}
+
+/// Creates a tracer for f: R^n -> R^m whose inputs `flags` (num_flags 0-based indices) are
+/// discrete switches. Each `nanprop_flag_tracer_observe` at a point with flag values not seen
+/// before traces there; the pattern is the union. `*out` is NULL on failure.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL f or out; NULL flags with num_flags > 0; a flag
+/// index not below n; n or m zero; bad options).
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_flag_tracer_create(
+    f: nanprop_blackbox,
+    user_data: *mut c_void,
+    n: usize,
+    m: usize,
+    flags: *const usize,
+    num_flags: usize,
+    options: *const nanprop_options,
+    out: *mut *mut nanprop_flag_tracer,
+) -> nanprop_status {
+    guarded("nanprop_flag_tracer_create", || {
+        not_null(out, "out")?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = std::ptr::null_mut() };
+        let f = f.ok_or_else(|| Error::invalid("f is NULL"))?;
+        if num_flags > 0 {
+            not_null(flags, "flags")?;
+        }
+        let flags: &[usize] = if num_flags == 0 {
+            &[]
+        } else {
+            // SAFETY: non-NULL; by contract num_flags values.
+            unsafe { std::slice::from_raw_parts(flags, num_flags) }
+        };
+        let inner = FlagTracer::new(n, m, flags, &read_options(options)?)?;
+        let t = Box::new(nanprop_flag_tracer {
+            inner,
+            f,
+            user_data,
+            n,
+        });
+        // SAFETY: checked non-NULL.
+        unsafe { *out = Box::into_raw(t) };
+        Ok(())
+    })
+}
+
+/// Shows the tracer the point x (n values, e.g. each point an optimizer visits). Traces there if
+/// its flag values are new; `*traced` (if not NULL) is set to 1 then, else 0.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL tracer or x, or a NaN/Inf in x; those of
+/// `nanprop_trace` when it traces.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_flag_tracer_observe(
+    t: *mut nanprop_flag_tracer,
+    x: *const f64,
+    traced: *mut c_int,
+) -> nanprop_status {
+    guarded("nanprop_flag_tracer_observe", || {
+        not_null(t, "tracer")?;
+        not_null(x, "x")?;
+        // SAFETY: non-NULL, a live tracer from nanprop_flag_tracer_create.
+        let t = unsafe { &mut *t };
+        // SAFETY: by contract n values.
+        let x = unsafe { std::slice::from_raw_parts(x, t.n) };
+        let mut bb = CBlackBox {
+            f: t.f,
+            user_data: t.user_data,
+        };
+        let did = t.inner.observe(&mut bb, x)?;
+        if !traced.is_null() {
+            // SAFETY: non-NULL.
+            unsafe { *traced = c_int::from(did) };
+        }
+        Ok(())
+    })
+}
+
+/// A copy of the tracer's current pattern (the union so far) into `*out`; free it with
+/// `nanprop_pattern_free`.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT for NULL arguments or when nothing was traced yet.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_flag_tracer_pattern(
+    t: *const nanprop_flag_tracer,
+    out: *mut *mut nanprop_pattern,
+) -> nanprop_status {
+    guarded("nanprop_flag_tracer_pattern", || {
+        not_null(out, "out")?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = std::ptr::null_mut() };
+        not_null(t, "tracer")?;
+        // SAFETY: non-NULL, a live tracer.
+        let p = unsafe { &*t }
+            .inner
+            .pattern()
+            .ok_or_else(|| Error::invalid("nothing traced yet: observe a point first"))?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = Box::into_raw(Box::new(nanprop_pattern { inner: p.clone() })) };
+        Ok(())
+    })
+}
+
+/// Distinct flag combinations traced so far; 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_flag_tracer_traces(t: *const nanprop_flag_tracer) -> usize {
+    if t.is_null() {
+        0
+    } else {
+        // SAFETY: non-NULL, a live tracer.
+        unsafe { &*t }.inner.traces()
+    }
+}
+
+/// Frees a flag tracer. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_flag_tracer_free(t: *mut nanprop_flag_tracer) {
+    if !t.is_null() {
+        // SAFETY: created by nanprop_flag_tracer_create, freed once by contract.
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(t) })));
     }
 }
 

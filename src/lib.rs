@@ -49,6 +49,7 @@ pub mod fpenv;
 pub mod jacobian;
 pub mod loader;
 pub mod mtx;
+pub mod multipoint;
 pub mod pattern;
 pub mod planner;
 pub mod probe;

@@ -132,6 +132,82 @@ impl Pattern {
         }
     }
 
+    /// The union of two patterns of the same shape: every entry of either, each with the stronger
+    /// of its kinds; rows non-finite at either point; the reports added up. O(nnz + m).
+    pub fn union(&self, other: &Pattern) -> Result<Pattern> {
+        if (self.m, self.n) != (other.m, other.n) {
+            return Err(Error::invalid(format!(
+                "cannot unite a {} x {} pattern with a {} x {} one",
+                self.m, self.n, other.m, other.n
+            )));
+        }
+        let mut row_ptr = Vec::new();
+        reserve(&mut row_ptr, self.m + 1, "row pointers")?;
+        row_ptr.push(0);
+        let (mut col_idx, mut kinds) = (Vec::new(), Vec::new());
+        reserve(&mut col_idx, self.nnz() + other.nnz(), "pattern columns")?;
+        reserve(&mut kinds, self.nnz() + other.nnz(), "pattern kinds")?;
+        for i in 0..self.m {
+            let (a, b) = (
+                self.row_ptr[i]..self.row_ptr[i + 1],
+                other.row_ptr[i]..other.row_ptr[i + 1],
+            );
+            let (mut p, mut q) = (a.start, b.start);
+            while p < a.end || q < b.end {
+                let take_self = q >= b.end || (p < a.end && self.col_idx[p] <= other.col_idx[q]);
+                let take_other = p >= a.end || (q < b.end && other.col_idx[q] <= self.col_idx[p]);
+                let (j, k) = match (take_self, take_other) {
+                    (true, true) => {
+                        let r = (self.col_idx[p], self.kinds[p].strongest(other.kinds[q]));
+                        p += 1;
+                        q += 1;
+                        r
+                    }
+                    (true, false) => {
+                        p += 1;
+                        (self.col_idx[p - 1], self.kinds[p - 1])
+                    }
+                    _ => {
+                        q += 1;
+                        (other.col_idx[q - 1], other.kinds[q - 1])
+                    }
+                };
+                col_idx.push(j);
+                kinds.push(k);
+            }
+            row_ptr.push(col_idx.len());
+        }
+        let mut nonfinite_rows = self.nonfinite_rows.clone();
+        nonfinite_rows.extend_from_slice(&other.nonfinite_rows);
+        nonfinite_rows.sort_unstable();
+        nonfinite_rows.dedup();
+        let (r, s) = (&self.report, &other.report);
+        let report = TraceReport {
+            evaluations: r.evaluations + s.evaluations,
+            unresolved: kinds
+                .iter()
+                .filter(|&&k| k == EntryKind::Unresolved)
+                .count(),
+            via_float: r.via_float + s.via_float,
+            verification_evaluations: r.verification_evaluations + s.verification_evaluations,
+            found_by_perturbation: kinds
+                .iter()
+                .filter(|&&k| k == EntryKind::Perturbation)
+                .count(),
+            steps: r.steps + s.steps,
+            budget_exhausted: r.budget_exhausted || s.budget_exhausted,
+        };
+        Ok(Pattern {
+            m: self.m,
+            n: self.n,
+            row_ptr,
+            col_idx,
+            kinds,
+            nonfinite_rows,
+            report,
+        })
+    }
+
     /// Largest number of entries in one row: a lower bound on the colors of any column coloring.
     pub fn max_row_nnz(&self) -> usize {
         self.row_ptr

@@ -70,9 +70,12 @@ fn measure(family: &str, truth: &Pattern, strategy: Strategy) -> Row {
         .map(|j| 1.0 + (j % 7) as f64 * 0.1)
         .collect();
     let mut f = Synthetic::new(truth, Winner::Random, 1);
+    // The tracer's own cost: verification (on by default, one more evaluation per probe) is
+    // measured separately, in `verified`.
     let options = TraceOptions {
         strategy,
         chunk_size: 8,
+        verify: false,
         ..TraceOptions::default()
     };
     let before = CURRENT.load(Relaxed);
