@@ -45,6 +45,7 @@ use crate::pattern::{check_dims, EntryKind, Pattern, PatternBuilder, TraceReport
 use crate::planner::{chunked::Chunked, refine::Refine, Planner};
 use crate::probe::Probe;
 use bitvec::prelude::*;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Which planner traces the pattern.
@@ -341,19 +342,19 @@ impl TraceSession {
         let k = id / per;
         // With a tolerance, a finite output within it of its baseline counts as unchanged, in
         // the NaN probe as in its verification.
-        let y = &self.within_tolerance(y, kind);
-        let (y_nan, perturbed): (Vec<f64>, Vec<u32>) = if per == 1 {
-            (y.to_vec(), Vec::new())
+        let y = self.within_tolerance(y, kind);
+        let (y_nan, perturbed): (Cow<[f64]>, Vec<u32>) = if per == 1 {
+            (y, Vec::new())
         } else {
             let twin = k * per + usize::from(kind == RequestKind::Nan);
             let Some(other) = self.pending.remove(&twin) else {
-                self.pending.insert(id, y.to_vec());
+                self.pending.insert(id, y.into_owned());
                 return Ok(());
             };
-            let (y_nan, y_fin) = if kind == RequestKind::Nan {
-                (y.to_vec(), other)
+            let (y_nan, y_fin): (Cow<[f64]>, Cow<[f64]>) = if kind == RequestKind::Nan {
+                (y, Cow::Owned(other))
             } else {
-                (other, y.to_vec())
+                (Cow::Owned(other), y)
             };
             let base = &self.baseline;
             let perturbed = (0..self.m)
@@ -376,10 +377,10 @@ impl TraceSession {
     /// `y` with finite outputs within the tolerance of the baseline set to the baseline (a NaN
     /// request) ; unchanged without a tolerance or for a verification request (which compares
     /// with the tolerance itself).
-    fn within_tolerance(&self, y: &[f64], kind: RequestKind) -> Vec<f64> {
+    fn within_tolerance<'a>(&self, y: &'a [f64], kind: RequestKind) -> Cow<'a, [f64]> {
         let t = self.options.verify_tolerance;
         if t == 0.0 || kind != RequestKind::Nan {
-            return y.to_vec();
+            return Cow::Borrowed(y);
         }
         y.iter()
             .zip(&self.baseline)
