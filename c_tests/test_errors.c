@@ -25,6 +25,20 @@ static int writes_input(void *ud, size_t n, const double *x, size_t m, double *y
     return 0;
 }
 
+/* Crashes (NULL dereference) when input 1 is NaN, as a NaN turned into an index would; hangs
+ * when input 2 is NaN. */
+static int crashes(void *ud, size_t n, const double *x, size_t m, double *y) {
+    (void)ud;
+    if (isnan(x[1])) {
+        volatile double *nowhere = NULL;
+        *nowhere = 1.0;
+    }
+    while (isnan(x[2])) {
+    }
+    for (size_t i = 0; i < m && i < n; i++) y[i] = x[i];
+    return 0;
+}
+
 /* Output 1 is NaN at every point (sqrt of a negative number). */
 static int nan_output(void *ud, size_t n, const double *x, size_t m, double *y) {
     (void)ud; (void)n; (void)m;
@@ -92,6 +106,25 @@ int main(void) {
     CHECK_STATUS(nanprop_trace(writes_input, NULL, 3, 3, x0, NULL, &p), NANPROP_ERR_BLACKBOX);
     CHECK(error_mentions("changed its input x[2]"));
     CHECK(x0[2] == 3.0); /* the caller's x0 is never handed to the black box */
+
+    /* Isolation: the crash becomes an error naming the signal and the probe; a hang times out. */
+    nanprop_options_init(&o);
+    o.strategy = NANPROP_STRATEGY_ONE_HOT;
+    o.isolate = 1;
+    o.timeout = 0.3;
+    CHECK_STATUS(nanprop_trace(crashes, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_BLACKBOX);
+    CHECK(error_mentions("SIGSEGV") && error_mentions("input 1"));
+    double x3[3] = {1.0, 2.0, 3.0};
+    o.strategy = NANPROP_STRATEGY_PAYLOAD;
+    CHECK_STATUS(nanprop_trace(crashes, NULL, 3, 3, x3, &o, &p), NANPROP_ERR_BLACKBOX);
+    o.isolate = 2;
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_INVALID_ARGUMENT);
+    o.isolate = 1;
+    o.timeout = -1.0;
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_INVALID_ARGUMENT);
+    /* Still alive: */
+    CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, x0, NULL, &p), NANPROP_OK);
+    nanprop_pattern_free(p);
 
     /* An output NaN at x0: reported, its row dense; or an error if asked. */
     CHECK_STATUS(nanprop_trace(nan_output, NULL, 3, 3, x0, NULL, &p), NANPROP_OK);

@@ -44,6 +44,8 @@ module nanprop
     integer(c_size_t) :: sample_points
     real(c_double) :: sample_scale
     integer(c_int64_t) :: seed
+    integer(c_int32_t) :: isolate
+    real(c_double) :: timeout
   end type nanprop_options
 
   type, bind(C) :: nanprop_coloring_options

@@ -303,6 +303,16 @@ typedef struct {
    * Seed of the sampled points (default 0).
    */
   uint64_t seed;
+  /**
+   * 1: run every evaluation in a forked worker process, so that a crash, abort, exit() or
+   * hang of the black box becomes NANPROP_ERR_BLACKBOX naming the signal or the timeout and
+   * the probe, and the caller survives (Unix). 0 (default): in this process.
+   */
+  uint32_t isolate;
+  /**
+   * With isolate: seconds one evaluation may take before it is killed; 0 (default): no limit.
+   */
+  double timeout;
 } nanprop_options;
 
 /**

@@ -16,6 +16,12 @@ use crate::trace::{RequestKind, TraceOptions, TraceSession};
 pub trait BlackBox {
     /// Evaluates f at `x` (n values) into `y` (m values). A nonzero code means failure.
     fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32>;
+
+    /// Words for a failure code this black box returned, when it knows more than the number
+    /// (an isolated run that crashed: "was killed by SIGSEGV"). None: "returned <code>".
+    fn describe_failure(&self, _code: i32) -> Option<String> {
+        None
+    }
 }
 
 impl<F: FnMut(&[f64], &mut [f64]) -> std::result::Result<(), i32>> BlackBox for F {
@@ -115,7 +121,10 @@ impl GuardedEvaluator {
         }
         let fail = |msg: String| Err(Error::new(ErrorKind::BlackBox, msg));
         if let Err(code) = status {
-            return fail(format!("the black box returned {code} on {}", describe()));
+            let what = f
+                .describe_failure(code)
+                .unwrap_or_else(|| format!("returned {code}"));
+            return fail(format!("the black box {what} on {}", describe()));
         }
         if let Some(j) = changed {
             return fail(format!(
@@ -184,6 +193,20 @@ pub fn trace_with_progress(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Pattern> {
     let _fp = crate::fpenv::FpGuard::enter();
+    if options.isolate {
+        let mut isolated = crate::isolate::Isolated::new(f, x0.len(), m, options.timeout)?;
+        return serial(&mut isolated, m, x0, options, progress);
+    }
+    serial(f, m, x0, options, progress)
+}
+
+fn serial(
+    f: &mut dyn BlackBox,
+    m: usize,
+    x0: &[f64],
+    options: &TraceOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Pattern> {
     let mut session = TraceSession::new(x0.len(), m, x0, options)?;
     let mut ev = GuardedEvaluator::new(x0, m)?;
     loop {

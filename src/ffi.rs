@@ -125,6 +125,12 @@ pub struct nanprop_options {
     pub sample_scale: f64,
     /// Seed of the sampled points (default 0).
     pub seed: u64,
+    /// 1: run every evaluation in a forked worker process, so that a crash, abort, exit() or
+    /// hang of the black box becomes NANPROP_ERR_BLACKBOX naming the signal or the timeout and
+    /// the probe, and the caller survives (Unix). 0 (default): in this process.
+    pub isolate: u32,
+    /// With isolate: seconds one evaluation may take before it is killed; 0 (default): no limit.
+    pub timeout: f64,
 }
 
 /// A traced (or given) sparsity pattern. Opaque; free with `nanprop_pattern_free`.
@@ -315,6 +321,8 @@ fn default_options() -> nanprop_options {
         sample_points: 0,
         sample_scale: 0.1,
         seed: 0,
+        isolate: 0,
+        timeout: 0.0,
     }
 }
 
@@ -415,6 +423,18 @@ fn read_options(options: *const nanprop_options) -> Result<TraceOptions> {
             o.verify
         )));
     }
+    if o.isolate > 1 {
+        return Err(Error::invalid(format!(
+            "options.isolate = {} must be 0 or 1",
+            o.isolate
+        )));
+    }
+    if !(o.timeout.is_finite() && o.timeout >= 0.0) {
+        return Err(Error::invalid(format!(
+            "options.timeout = {} must be finite and at least 0",
+            o.timeout
+        )));
+    }
     Ok(TraceOptions {
         strategy,
         chunk_size: o.chunk_size.max(1),
@@ -427,6 +447,8 @@ fn read_options(options: *const nanprop_options) -> Result<TraceOptions> {
             o.verify_step
         },
         verify_tolerance: o.verify_tolerance,
+        isolate: o.isolate == 1,
+        timeout: (o.timeout > 0.0).then(|| std::time::Duration::from_secs_f64(o.timeout)),
     })
 }
 

@@ -46,6 +46,7 @@ pub mod driver;
 pub mod error;
 pub mod ffi;
 pub mod fpenv;
+pub mod isolate;
 pub mod jacobian;
 pub mod loader;
 pub mod mtx;

@@ -91,6 +91,11 @@ pub struct TraceOptions {
     /// means any change of its bits. For codes whose results jitter (value-dependent iteration
     /// counts, reductions in varying order).
     pub verify_tolerance: f64,
+    /// Run every evaluation in a forked worker process ([`crate::isolate`]): a crash, abort,
+    /// `exit()` or hang becomes an error naming it, and the caller survives. Default off.
+    pub isolate: bool,
+    /// With `isolate`: the longest one evaluation may take (None: no limit).
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl Default for TraceOptions {
@@ -103,6 +108,8 @@ impl Default for TraceOptions {
             verify: true,
             verify_step: 1e-3,
             verify_tolerance: 0.0,
+            isolate: false,
+            timeout: None,
         }
     }
 }

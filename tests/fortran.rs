@@ -141,6 +141,12 @@ fn loader_mode_from_rust() {
         let mut f = LoadedBlackBox::open(lib, "beam", Convention::Fortran, 10, 11, kind).unwrap();
         assert_eq!(f.symbol(), "beam_");
         expect_beam(&trace(&mut f, 11, &x0, &TraceOptions::default()).unwrap());
+        // Isolated: each evaluation in a worker process (BEAM keeps SAVE'd state).
+        let isolated = TraceOptions {
+            isolate: true,
+            ..TraceOptions::default()
+        };
+        expect_beam(&trace(&mut f, 11, &x0, &isolated).unwrap());
     }
     let mut f = LoadedBlackBox::open(
         &minpack,

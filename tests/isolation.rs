@@ -1,0 +1,148 @@
+//! Isolation mode: crashes, aborts, exit(), hangs and SIGFPE in the black box become errors
+//! naming the failure and the probe, and this (host) process goes on.
+
+use nanprop::{trace, ErrorKind, Strategy, TraceOptions};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+extern "C" {
+    fn feenableexcept(excepts: std::ffi::c_int) -> std::ffi::c_int;
+}
+
+fn isolated(timeout: Option<Duration>) -> TraceOptions {
+    TraceOptions {
+        strategy: Strategy::OneHot,
+        isolate: true,
+        timeout,
+        ..Default::default()
+    }
+}
+
+/// Fails in `how` when input 1 is NaN; otherwise y = x.
+fn failing(how: &'static str) -> impl FnMut(&[f64], &mut [f64]) -> Result<(), i32> {
+    move |x: &[f64], y: &mut [f64]| {
+        if x[1].is_nan() {
+            match how {
+                // SAFETY (of the test's intent): an invalid address, to crash the worker.
+                "segfault" => unsafe { std::ptr::write_volatile(16 as *mut f64, 1.0) },
+                "abort" => std::process::abort(),
+                "exit" => unsafe { libc::exit(3) },
+                "hang" => std::thread::sleep(Duration::from_secs(30)),
+                "sigfpe" => {
+                    // A legacy code that enables traps itself, then meets its NaN.
+                    unsafe { feenableexcept(1) }; // FE_INVALID
+                    y[0] = std::hint::black_box(0.0f64) / std::hint::black_box(0.0f64);
+                }
+                _ => unreachable!(),
+            }
+        }
+        y.copy_from_slice(x);
+        Ok(())
+    }
+}
+
+#[test]
+fn failures_are_reported_and_the_host_survives() {
+    let cases = [
+        ("segfault", "SIGSEGV"),
+        ("abort", "SIGABRT"),
+        ("exit", "called exit(3)"),
+        ("hang", "timed out after 0.300 s"),
+        ("sigfpe", "SIGFPE"),
+    ];
+    for (how, expected) in cases {
+        let mut f = failing(how);
+        let e = trace(
+            &mut f,
+            3,
+            &[1.0, 2.0, 3.0],
+            &isolated(Some(Duration::from_millis(300))),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::BlackBox, "{how}");
+        assert!(e.message.contains(expected), "{how}: {}", e.message);
+        assert!(
+            e.message.contains("the probe tagging input 1"),
+            "{how}: {}",
+            e.message
+        );
+    }
+}
+
+#[test]
+fn isolated_traces_equal_in_process_traces() {
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        y[0] = x[0] * x[1];
+        y[1] = x[2].sin();
+        Ok(())
+    };
+    let x0 = [1.0, 2.0, 3.0];
+    let here = trace(&mut f, 2, &x0, &TraceOptions::default()).unwrap();
+    let there = trace(
+        &mut f,
+        2,
+        &x0,
+        &TraceOptions {
+            isolate: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        (here.row_ptr(), here.col_idx()),
+        (there.row_ptr(), there.col_idx())
+    );
+    assert_eq!(here.report.evaluations, there.report.evaluations);
+}
+
+#[test]
+fn each_evaluation_starts_from_the_parents_state() {
+    // State kept between calls (a SAVE variable, a COMMON block) is changed in the workers only.
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        let before = CALLS.fetch_add(1, Ordering::SeqCst);
+        y[0] = x[0] + before as f64; // in a worker, `before` is always the parent's value
+        Ok(())
+    };
+    let p = trace(
+        &mut f,
+        1,
+        &[1.0, 2.0],
+        &TraceOptions {
+            isolate: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        CALLS.load(Ordering::SeqCst),
+        0,
+        "no call ran in this process"
+    );
+    assert_eq!(p.row(0), &[0]);
+    // In-process, the same code's changing state reads as dependencies everywhere.
+    let q = trace(&mut f, 1, &[1.0, 2.0], &TraceOptions::default()).unwrap();
+    assert!(
+        q.contains(0, 1),
+        "the call counter changes y0 between probes"
+    );
+}
+
+#[test]
+fn contract_breaches_are_caught_across_the_process_boundary() {
+    let mut skips = |x: &[f64], y: &mut [f64]| {
+        y[0] = x[0];
+        Ok(())
+    };
+    let e = trace(
+        &mut skips,
+        2,
+        &[1.0, 2.0],
+        &TraceOptions {
+            isolate: true,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.message.contains("did not write y[1]"), "{}", e.message);
+}
