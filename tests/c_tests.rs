@@ -92,3 +92,55 @@ fn readme_c_programs_compile_and_run() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn c_programs_are_clean_under_valgrind() {
+    let found = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+        assert!(
+            !ci,
+            "valgrind is missing, and CI requires this test (.ci/run installs it)"
+        );
+        eprintln!("valgrind not found: skipped");
+        return;
+    }
+    let (shared_lib, _) = c_libraries();
+    let out_dir = std::env::temp_dir().join(format!("nanprop-valgrind-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    for src in c_sources() {
+        let stem = src.file_stem().unwrap().to_string_lossy().to_string();
+        // Valgrind does not model floating-point trap masks or exception flags, which are what
+        // test_fpenv checks.
+        if stem == "test_fpenv" {
+            continue;
+        }
+        let exe = out_dir.join(&stem);
+        build(&src, &exe, &shared_lib);
+        let out = Command::new("valgrind")
+            .args([
+                "--error-exitcode=99",
+                "--leak-check=full",
+                "--errors-for-leak-kinds=definite,indirect",
+                "--show-leak-kinds=definite,indirect",
+                // Isolation tests crash forked workers on purpose; check the host process.
+                "--child-silent-after-fork=yes",
+                "-q",
+            ])
+            .arg(&exe)
+            .current_dir(&out_dir)
+            .output()
+            .expect("run valgrind");
+        assert!(
+            out.status.success(),
+            "{stem} under valgrind ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
