@@ -241,6 +241,13 @@ typedef struct nanprop_loaded nanprop_loaded;
 typedef struct nanprop_pattern nanprop_pattern;
 
 /**
+ * A trace as a batch (ask/tell) session, for callers that run the evaluations themselves: on
+ * threads, other processes, MPI ranks or a batch scheduler. Opaque; free with
+ * `nanprop_session_free`. Not for use by two threads at once.
+ */
+typedef struct nanprop_session nanprop_session;
+
+/**
  * Options of `nanprop_trace`. Always start from `nanprop_options_init`, which sets
  * `struct_size` and `version` for the header you compiled against: a library built from a newer
  * header reads only the fields your struct has; an older library refuses a newer struct with
@@ -737,6 +744,104 @@ size_t nanprop_flag_tracer_traces(const nanprop_flag_tracer *t);
  * Frees a flag tracer. NULL is a no-op.
  */
 void nanprop_flag_tracer_free(nanprop_flag_tracer *t);
+
+/**
+ * Starts a trace of f: R^n -> R^m at x0 as a batch session: the caller evaluates f. Loop:
+ * `nanprop_session_ask` for the outstanding evaluation requests, `nanprop_session_input` for
+ * the input of each, evaluate f there (anywhere, in any order, concurrently), and
+ * `nanprop_session_tell` its outputs; when ask returns none, `nanprop_session_finish`.
+ * Options as for `nanprop_trace` (sampling and isolation do not apply: the caller evaluates).
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (x0 or out NULL; n or m zero or too large; NaN/Inf in
+ * x0; bad options).
+ */
+nanprop_status nanprop_session_create(size_t n,
+                                      size_t m,
+                                      const double *x0,
+                                      const nanprop_options *options,
+                                      nanprop_session **out);
+
+/**
+ * The outstanding evaluation requests of the current step: `*count` receives how many there
+ * are, and `ids` the first min(count, capacity) of them (`ids` may be NULL when capacity is
+ * 0). A count of 0 means the trace is complete (or its budget spent): call
+ * `nanprop_session_finish`. Asking again before telling returns the same requests.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL or finished session or count, or NULL ids
+ * with capacity > 0; NANPROP_ERR_OUT_OF_MEMORY.
+ */
+nanprop_status nanprop_session_ask(nanprop_session *s, size_t *ids, size_t capacity, size_t *count);
+
+/**
+ * Writes the input of request `id` into x (n values): x0 with the request's tagged NaNs or
+ * verification values.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL or finished session, NULL x, or an id that
+ * is not outstanding.
+ */
+nanprop_status nanprop_session_input(nanprop_session *s, size_t id, double *x);
+
+/**
+ * The outputs y (m values) of request `id`, in any order.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, a finished session, an id not
+ * outstanding or told twice), NANPROP_ERR_BASELINE_NOT_FINITE (the baseline's outputs, with
+ * NANPROP_NONFINITE_ERROR).
+ */
+nanprop_status nanprop_session_tell(nanprop_session *s, size_t id, const double *y);
+
+/**
+ * Evaluations told so far, the baseline included; 0 for NULL or a finished session.
+ */
+size_t nanprop_session_evaluations(const nanprop_session *s);
+
+/**
+ * Ends the session and gives its pattern (free it with `nanprop_pattern_free`); whatever is
+ * unresolved (requests not told) is kept as possible dependencies. The session can then only
+ * be freed.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, finished already, the baseline not
+ * told), NANPROP_ERR_OUT_OF_MEMORY.
+ */
+nanprop_status nanprop_session_finish(nanprop_session *s, nanprop_pattern **out);
+
+/**
+ * Frees a session. NULL is a no-op.
+ */
+void nanprop_session_free(nanprop_session *s);
+
+/**
+ * Evaluations one Jacobian takes as a batch (`with_fx` nonzero: f(x) supplied); 0 for NULL.
+ */
+size_t nanprop_jacobian_plan_num_points(const nanprop_jacobian_plan *plan, int with_fx);
+
+/**
+ * Writes point k (0-based, below `nanprop_jacobian_plan_num_points`) of the Jacobian batch at
+ * x into xk (n values). Forward without f(x): point 0 is x, point 1 + g moves color group g;
+ * with f(x): point g moves group g. Central: points 2g and 2g + 1 move group g up and down.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, k out of range, x not finite, a step
+ * too small to change x_j).
+ */
+nanprop_status nanprop_jacobian_plan_point(nanprop_jacobian_plan *plan,
+                                           const double *x,
+                                           int with_fx,
+                                           size_t k,
+                                           double *xk);
+
+/**
+ * The Jacobian at x from the outputs of all the batch's points (`ys`: num_points x m values,
+ * point k at ys + k m) into `values` (the plan's layout). `fx` is f(x) if the batch was made
+ * with it, else NULL.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments), NANPROP_ERR_BASELINE_NOT_FINITE,
+ * NANPROP_ERR_BLACKBOX (a row NaN/Inf at a point; the message names the color group).
+ */
+nanprop_status nanprop_jacobian_plan_assemble(nanprop_jacobian_plan *plan,
+                                              const double *x,
+                                              const double *fx,
+                                              const double *ys,
+                                              double *values);
 
 /**
  * The message of the last failure on the calling thread ("no error" before any). The string

@@ -19,6 +19,7 @@ use crate::jacobian::{Difference, JacobianOptions, JacobianPlan, Layout, Step};
 use crate::loader::{Convention, IntKind, LoadedBlackBox};
 use crate::multipoint::{sample_points, trace_points, FlagTracer};
 use crate::pattern::{EntryKind, Pattern};
+use crate::trace::TraceSession;
 use crate::trace::{NonFiniteBaseline, Strategy, TraceOptions};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -243,6 +244,13 @@ pub struct nanprop_flag_tracer {
     f: unsafe extern "C" fn(*mut c_void, usize, *const f64, usize, *mut f64) -> c_int,
     user_data: *mut c_void,
     n: usize,
+}
+
+/// A trace as a batch (ask/tell) session, for callers that run the evaluations themselves: on
+/// threads, other processes, MPI ranks or a batch scheduler. Opaque; free with
+/// `nanprop_session_free`. Not for use by two threads at once.
+pub struct nanprop_session {
+    inner: Option<TraceSession>,
 }
 
 /// A black box loaded from a shared library (loader mode). Opaque; close it with
@@ -1473,6 +1481,249 @@ pub unsafe extern "C" fn nanprop_flag_tracer_free(t: *mut nanprop_flag_tracer) {
         // SAFETY: created by nanprop_flag_tracer_create, freed once by contract.
         let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(t) })));
     }
+}
+
+fn session_mut<'a>(s: *mut nanprop_session) -> Result<&'a mut TraceSession> {
+    not_null(s, "session")?;
+    // SAFETY: non-NULL, and by contract a live session used by one thread.
+    unsafe { &mut *s }
+        .inner
+        .as_mut()
+        .ok_or_else(|| Error::invalid("the session is finished"))
+}
+
+/// Starts a trace of f: R^n -> R^m at x0 as a batch session: the caller evaluates f. Loop:
+/// `nanprop_session_ask` for the outstanding evaluation requests, `nanprop_session_input` for
+/// the input of each, evaluate f there (anywhere, in any order, concurrently), and
+/// `nanprop_session_tell` its outputs; when ask returns none, `nanprop_session_finish`.
+/// Options as for `nanprop_trace` (sampling and isolation do not apply: the caller evaluates).
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT (x0 or out NULL; n or m zero or too large; NaN/Inf in
+/// x0; bad options).
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_session_create(
+    n: usize,
+    m: usize,
+    x0: *const f64,
+    options: *const nanprop_options,
+    out: *mut *mut nanprop_session,
+) -> nanprop_status {
+    guarded("nanprop_session_create", || {
+        not_null(out, "out")?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = std::ptr::null_mut() };
+        not_null(x0, "x0")?;
+        crate::pattern::check_dims(m, n)?;
+        let options = read_options(options)?;
+        // SAFETY: non-NULL; by contract n values.
+        let x0 = unsafe { std::slice::from_raw_parts(x0, n) };
+        let session = TraceSession::new(n, m, x0, &options)?;
+        // SAFETY: checked non-NULL.
+        unsafe {
+            *out = Box::into_raw(Box::new(nanprop_session {
+                inner: Some(session),
+            }))
+        };
+        Ok(())
+    })
+}
+
+/// The outstanding evaluation requests of the current step: `*count` receives how many there
+/// are, and `ids` the first min(count, capacity) of them (`ids` may be NULL when capacity is
+/// 0). A count of 0 means the trace is complete (or its budget spent): call
+/// `nanprop_session_finish`. Asking again before telling returns the same requests.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL or finished session or count, or NULL ids
+/// with capacity > 0; NANPROP_ERR_OUT_OF_MEMORY.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_session_ask(
+    s: *mut nanprop_session,
+    ids: *mut usize,
+    capacity: usize,
+    count: *mut usize,
+) -> nanprop_status {
+    guarded("nanprop_session_ask", || {
+        let session = session_mut(s)?;
+        not_null(count, "count")?;
+        if capacity > 0 {
+            not_null(ids, "ids")?;
+        }
+        let asked = session.ask()?;
+        // SAFETY: non-NULL; by contract capacity entries.
+        unsafe {
+            *count = asked.len();
+            for (k, &id) in asked.iter().take(capacity).enumerate() {
+                *ids.add(k) = id;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Writes the input of request `id` into x (n values): x0 with the request's tagged NaNs or
+/// verification values.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL or finished session, NULL x, or an id that
+/// is not outstanding.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_session_input(
+    s: *mut nanprop_session,
+    id: usize,
+    x: *mut f64,
+) -> nanprop_status {
+    guarded("nanprop_session_input", || {
+        let session = session_mut(s)?;
+        not_null(x, "x")?;
+        if !session.outstanding(id) {
+            return Err(Error::invalid(format!(
+                "request {id} is not outstanding in this step"
+            )));
+        }
+        // SAFETY: non-NULL; by contract n values.
+        let x = unsafe { std::slice::from_raw_parts_mut(x, session.n()) };
+        session.write_input(id, x);
+        Ok(())
+    })
+}
+
+/// The outputs y (m values) of request `id`, in any order.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, a finished session, an id not
+/// outstanding or told twice), NANPROP_ERR_BASELINE_NOT_FINITE (the baseline's outputs, with
+/// NANPROP_NONFINITE_ERROR).
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_session_tell(
+    s: *mut nanprop_session,
+    id: usize,
+    y: *const f64,
+) -> nanprop_status {
+    guarded("nanprop_session_tell", || {
+        let session = session_mut(s)?;
+        not_null(y, "y")?;
+        // SAFETY: non-NULL; by contract m values.
+        let y = unsafe { std::slice::from_raw_parts(y, session.m()) };
+        session.tell(id, y)
+    })
+}
+
+/// Evaluations told so far, the baseline included; 0 for NULL or a finished session.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_session_evaluations(s: *const nanprop_session) -> usize {
+    if s.is_null() {
+        return 0;
+    }
+    // SAFETY: non-NULL, a live session.
+    unsafe { &*s }.inner.as_ref().map_or(0, |t| t.evaluations())
+}
+
+/// Ends the session and gives its pattern (free it with `nanprop_pattern_free`); whatever is
+/// unresolved (requests not told) is kept as possible dependencies. The session can then only
+/// be freed.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, finished already, the baseline not
+/// told), NANPROP_ERR_OUT_OF_MEMORY.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_session_finish(
+    s: *mut nanprop_session,
+    out: *mut *mut nanprop_pattern,
+) -> nanprop_status {
+    guarded("nanprop_session_finish", || {
+        not_null(out, "out")?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = std::ptr::null_mut() };
+        not_null(s, "session")?;
+        // SAFETY: non-NULL, a live session.
+        let session = unsafe { &mut *s }
+            .inner
+            .take()
+            .ok_or_else(|| Error::invalid("the session is finished"))?;
+        let pattern = session.finish()?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = Box::into_raw(Box::new(nanprop_pattern { inner: pattern })) };
+        Ok(())
+    })
+}
+
+/// Frees a session. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_session_free(s: *mut nanprop_session) {
+    if !s.is_null() {
+        // SAFETY: created by nanprop_session_create, freed once by contract.
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(s) })));
+    }
+}
+
+/// Evaluations one Jacobian takes as a batch (`with_fx` nonzero: f(x) supplied); 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian_plan_num_points(
+    plan: *const nanprop_jacobian_plan,
+    with_fx: c_int,
+) -> usize {
+    plan_mut(plan as *mut _).map_or(0, |p| p.num_points(with_fx != 0))
+}
+
+/// Writes point k (0-based, below `nanprop_jacobian_plan_num_points`) of the Jacobian batch at
+/// x into xk (n values). Forward without f(x): point 0 is x, point 1 + g moves color group g;
+/// with f(x): point g moves group g. Central: points 2g and 2g + 1 move group g up and down.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, k out of range, x not finite, a step
+/// too small to change x_j).
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian_plan_point(
+    plan: *mut nanprop_jacobian_plan,
+    x: *const f64,
+    with_fx: c_int,
+    k: usize,
+    xk: *mut f64,
+) -> nanprop_status {
+    guarded("nanprop_jacobian_plan_point", || {
+        let plan = plan_mut(plan)?;
+        not_null(x, "x")?;
+        not_null(xk, "xk")?;
+        let n = plan.coloring().colors.len();
+        // SAFETY: non-NULL; by contract n values each.
+        let (x, xk) = unsafe {
+            (
+                std::slice::from_raw_parts(x, n),
+                std::slice::from_raw_parts_mut(xk, n),
+            )
+        };
+        plan.point(x, with_fx != 0, k, xk)
+    })
+}
+
+/// The Jacobian at x from the outputs of all the batch's points (`ys`: num_points x m values,
+/// point k at ys + k m) into `values` (the plan's layout). `fx` is f(x) if the batch was made
+/// with it, else NULL.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments), NANPROP_ERR_BASELINE_NOT_FINITE,
+/// NANPROP_ERR_BLACKBOX (a row NaN/Inf at a point; the message names the color group).
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian_plan_assemble(
+    plan: *mut nanprop_jacobian_plan,
+    x: *const f64,
+    fx: *const f64,
+    ys: *const f64,
+    values: *mut f64,
+) -> nanprop_status {
+    guarded("nanprop_jacobian_plan_assemble", || {
+        let plan = plan_mut(plan)?;
+        not_null(x, "x")?;
+        not_null(ys, "ys")?;
+        not_null(values, "values")?;
+        let (n, m) = (plan.coloring().colors.len(), plan.rows());
+        let points = plan.num_points(!fx.is_null());
+        // SAFETY: non-NULL; by contract n, m, points x m and values_len values.
+        let (x, fx, ys, values) = unsafe {
+            (
+                std::slice::from_raw_parts(x, n),
+                (!fx.is_null()).then(|| std::slice::from_raw_parts(fx, m)),
+                std::slice::from_raw_parts(ys, points * m),
+                std::slice::from_raw_parts_mut(values, plan.values_len()),
+            )
+        };
+        plan.assemble(x, fx, ys, values)
+    })
 }
 
 /// The message of the last failure on the calling thread ("no error" before any). The string

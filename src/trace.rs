@@ -307,6 +307,40 @@ impl TraceSession {
         x + self.options.verify_step * x.abs().max(1.0) * sign
     }
 
+    /// Writes the input of request `id` into `x` (n values): `x0`, with the probe's tagged NaNs
+    /// or its verification values. For drivers that evaluate elsewhere (threads, processes,
+    /// other machines).
+    ///
+    /// # Panics
+    /// If `id` is not an outstanding request or `x.len() != n`.
+    pub fn write_input(&self, id: usize, x: &mut [f64]) {
+        x.copy_from_slice(&self.x0);
+        let r = self.request(id);
+        match r.kind {
+            RequestKind::Baseline | RequestKind::Nan => r.probe.write_tags(x),
+            RequestKind::Finite => r
+                .probe
+                .cols()
+                .iter()
+                .for_each(|&j| x[j as usize] = self.finite_value(j as usize)),
+        }
+    }
+
+    /// Whether request `id` is outstanding (asked and not told) in the current step.
+    pub fn outstanding(&self, id: usize) -> bool {
+        id < self.told.len() && !self.told[id]
+    }
+
+    /// Inputs (n).
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Outputs (m).
+    pub fn m(&self) -> usize {
+        self.m
+    }
+
     /// The point the trace is at.
     pub fn x0(&self) -> &[f64] {
         &self.x0
