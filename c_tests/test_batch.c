@@ -78,6 +78,26 @@ int main(void) {
     nanprop_session_free(s);
     nanprop_session_free(NULL);
 
+    /* Parallel drivers behind nanprop_trace: threads (the model is pure, so thread-safe) and
+     * worker processes give the serial pattern. */
+    {
+        nanprop_options o;
+        nanprop_pattern *q = NULL;
+        for (int mode = 0; mode < 2; mode++) {
+            nanprop_options_init(&o);
+            if (mode == 0) o.threads = 4; else o.processes = 2;
+            CHECK_STATUS(nanprop_trace(model, NULL, N, N, x0, &o, &q), NANPROP_OK);
+            CHECK(same_pattern(direct, q));
+            CHECK(nanprop_pattern_evaluations(q) == nanprop_pattern_evaluations(direct));
+            nanprop_pattern_free(q);
+        }
+        nanprop_options_init(&o);
+        o.threads = 2;
+        o.isolate = 1;
+        CHECK_STATUS(nanprop_trace(model, NULL, N, N, x0, &o, &q), NANPROP_ERR_INVALID_ARGUMENT);
+        CHECK(error_mentions("threads cannot be combined"));
+    }
+
     /* A Jacobian as one batch: all points first, then assemble; equal to nanprop_jacobian. */
     nanprop_jacobian_plan *plan = NULL;
     CHECK_STATUS(nanprop_jacobian_plan_create(direct, NULL, &plan), NANPROP_OK);

@@ -46,6 +46,8 @@ module nanprop
     integer(c_int64_t) :: seed
     integer(c_int32_t) :: isolate
     real(c_double) :: timeout
+    integer(c_size_t) :: threads
+    integer(c_size_t) :: processes
   end type nanprop_options
 
   type, bind(C) :: nanprop_coloring_options

@@ -317,9 +317,20 @@ typedef struct {
    */
   uint32_t isolate;
   /**
-   * With isolate: seconds one evaluation may take before it is killed; 0 (default): no limit.
+   * With isolate or processes: seconds one evaluation may take before it is killed; 0
+   * (default): no limit.
    */
   double timeout;
+  /**
+   * Evaluate the probes of each step on this many threads at once (0 or 1, the default: one
+   * at a time). Setting it declares that f may be called from several threads at once.
+   */
+  size_t threads;
+  /**
+   * Evaluate the probes of each step in this many forked worker processes at once (0, the
+   * default: none), for black boxes that are not thread-safe; implies isolation.
+   */
+  size_t processes;
 } nanprop_options;
 
 /**

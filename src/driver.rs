@@ -31,8 +31,8 @@ impl<F: FnMut(&[f64], &mut [f64]) -> std::result::Result<(), i32>> BlackBox for 
 }
 
 /// Marker written into outputs before each call (a quiet NaN that decodes as unknown).
-const UNWRITTEN: u64 = 0x7FF8_0000_0BAD_F00D;
-const SIGN: u64 = 1 << 63;
+pub(crate) const UNWRITTEN: u64 = 0x7FF8_0000_0BAD_F00D;
+pub(crate) const SIGN: u64 = 1 << 63;
 /// Values after `y[m-1]` that the guard watches.
 const GUARD: usize = 16;
 

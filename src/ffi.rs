@@ -17,7 +17,8 @@ use crate::driver::BlackBox;
 use crate::error::{Error, ErrorKind, Result};
 use crate::jacobian::{Difference, JacobianOptions, JacobianPlan, Layout, Step};
 use crate::loader::{Convention, IntKind, LoadedBlackBox};
-use crate::multipoint::{sample_points, trace_points, FlagTracer};
+use crate::multipoint::{sample_points, union_of, FlagTracer};
+use crate::parallel::SyncBlackBox;
 use crate::pattern::{EntryKind, Pattern};
 use crate::trace::TraceSession;
 use crate::trace::{NonFiniteBaseline, Strategy, TraceOptions};
@@ -130,8 +131,15 @@ pub struct nanprop_options {
     /// hang of the black box becomes NANPROP_ERR_BLACKBOX naming the signal or the timeout and
     /// the probe, and the caller survives (Unix). 0 (default): in this process.
     pub isolate: u32,
-    /// With isolate: seconds one evaluation may take before it is killed; 0 (default): no limit.
+    /// With isolate or processes: seconds one evaluation may take before it is killed; 0
+    /// (default): no limit.
     pub timeout: f64,
+    /// Evaluate the probes of each step on this many threads at once (0 or 1, the default: one
+    /// at a time). Setting it declares that f may be called from several threads at once.
+    pub threads: usize,
+    /// Evaluate the probes of each step in this many forked worker processes at once (0, the
+    /// default: none), for black boxes that are not thread-safe; implies isolation.
+    pub processes: usize,
 }
 
 /// A traced (or given) sparsity pattern. Opaque; free with `nanprop_pattern_free`.
@@ -331,6 +339,8 @@ fn default_options() -> nanprop_options {
         seed: 0,
         isolate: 0,
         timeout: 0.0,
+        threads: 0,
+        processes: 0,
     }
 }
 
@@ -386,6 +396,67 @@ impl Versioned for nanprop_options {
     fn version(&self) -> u32 {
         self.version
     }
+}
+
+/// A caller's black box declared thread-safe (options.threads > 1).
+struct CSyncBlackBox {
+    f: CFn,
+    user_data: *mut c_void,
+}
+
+// SAFETY: the caller declared f (with its user_data) callable from several threads at once by
+// asking for threads.
+unsafe impl Sync for CSyncBlackBox {}
+
+impl SyncBlackBox for CSyncBlackBox {
+    fn eval(&self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
+        // SAFETY: the caller's function, with buffers of the sizes it was promised.
+        let r = unsafe { (self.f)(self.user_data, x.len(), x.as_ptr(), y.len(), y.as_mut_ptr()) };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(r)
+        }
+    }
+}
+
+type CFn = unsafe extern "C" fn(*mut c_void, usize, *const f64, usize, *mut f64) -> c_int;
+
+/// The driver the options ask for, as a tracer of one point: serial, threads or processes.
+fn driver_for<'a>(
+    options: *const nanprop_options,
+    f: CFn,
+    user_data: *mut c_void,
+    m: usize,
+    trace_options: &'a TraceOptions,
+) -> Result<impl FnMut(&[f64]) -> Result<Pattern> + 'a> {
+    let o = read_versioned(options)?;
+    if o.threads > 1 && (o.processes > 0 || o.isolate == 1) {
+        return Err(Error::invalid(
+            "threads cannot be combined with isolate or processes (use processes)",
+        ));
+    }
+    Ok(move |x: &[f64]| {
+        if o.threads > 1 {
+            crate::parallel::trace_threads(
+                &CSyncBlackBox { f, user_data },
+                m,
+                x,
+                trace_options,
+                o.threads,
+            )
+        } else if o.processes > 0 {
+            crate::parallel::trace_processes(
+                &mut CBlackBox { f, user_data },
+                m,
+                x,
+                trace_options,
+                o.processes,
+            )
+        } else {
+            crate::driver::trace(&mut CBlackBox { f, user_data }, m, x, trace_options)
+        }
+    })
 }
 
 /// Points to trace at besides x0 (sampled as the options say).
@@ -517,10 +588,12 @@ pub unsafe extern "C" fn nanprop_trace(
         let options = read_options(options)?;
         // SAFETY: non-NULL, and by contract x0 holds n values.
         let x0 = unsafe { std::slice::from_raw_parts(x0, n) };
-        let mut bb = CBlackBox { f, user_data };
         let mut points = vec![x0.to_vec()];
         points.extend(sampled(options_ptr, x0)?);
-        let pattern = trace_points(&mut bb, m, &points, &options)?;
+        let pattern = union_of(
+            &points,
+            &mut driver_for(options_ptr, f, user_data, m, &options)?,
+        )?;
         let boxed = Box::new(nanprop_pattern { inner: pattern });
         // SAFETY: checked non-NULL.
         unsafe { *out = Box::into_raw(boxed) };
@@ -1355,8 +1428,10 @@ pub unsafe extern "C" fn nanprop_trace_points(
         let all = unsafe { std::slice::from_raw_parts(points, total) };
         let mut list: Vec<Vec<f64>> = all.chunks(n).map(|c| c.to_vec()).collect();
         list.extend(sampled(options, &list[0])?);
-        let mut bb = CBlackBox { f, user_data };
-        let pattern = trace_points(&mut bb, m, &list, &trace_options)?;
+        let pattern = union_of(
+            &list,
+            &mut driver_for(options, f, user_data, m, &trace_options)?,
+        )?;
         // SAFETY: checked non-NULL.
         unsafe { *out = Box::into_raw(Box::new(nanprop_pattern { inner: pattern })) };
         Ok(())

@@ -92,18 +92,184 @@ impl Drop for Shared {
     }
 }
 
+/// One worker: shared memory and the process evaluating in it.
+pub(crate) struct Worker {
+    shared: Shared,
+    /// The running child, 0 when none.
+    pid: libc::pid_t,
+    started: Instant,
+    marker: f64,
+    x: Vec<f64>,
+}
+
+impl Worker {
+    pub(crate) fn new(n: usize, m: usize) -> Result<Self> {
+        Ok(Worker {
+            shared: Shared::new(n, m)?,
+            pid: 0,
+            started: Instant::now(),
+            marker: 0.0,
+            x: vec![0.0; n],
+        })
+    }
+
+    /// Forks a process that evaluates `f` at `x`, its outputs pre-filled with `y_init` (the
+    /// evaluator's marker) and the guard zone with `y_init[0]`.
+    pub(crate) fn start(
+        &mut self,
+        f: &mut dyn BlackBox,
+        x: &[f64],
+        y_init: &[f64],
+    ) -> std::result::Result<(), String> {
+        let m = y_init.len();
+        self.marker = y_init.first().copied().unwrap_or(0.0);
+        self.x.copy_from_slice(x);
+        {
+            let (sx, sy) = self.shared.xy_mut();
+            sx.copy_from_slice(x);
+            sy[..m].copy_from_slice(y_init);
+            sy[m..].fill(self.marker);
+        }
+        // SAFETY: the header lies in the mapping.
+        unsafe { self.shared.header().write(Header { done: 0, status: 0 }) };
+        // SAFETY: fork; the child only runs the black box and _exit (module docs).
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err("could not be run in a worker process: fork failed".to_string());
+        }
+        if pid == 0 {
+            let header = self.shared.header();
+            let (sx, sy) = self.shared.xy_mut();
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.eval(sx, &mut sy[..m])));
+            let status = match result {
+                Ok(Ok(())) => 0,
+                Ok(Err(code)) => code,
+                Err(_) => i32::MIN + 1,
+            };
+            // SAFETY: the header lies in the mapping; then leave without running destructors.
+            unsafe {
+                header.write(Header { done: 1, status });
+                libc::_exit(0)
+            }
+        }
+        self.pid = pid;
+        self.started = Instant::now();
+        Ok(())
+    }
+
+    /// None while the worker runs; when it has ended, its outcome: the black box's status (its
+    /// outputs in [`Worker::y`]), or words for what went wrong. Kills it past `timeout`.
+    pub(crate) fn poll(
+        &mut self,
+        timeout: Option<Duration>,
+    ) -> Option<std::result::Result<i32, String>> {
+        let mut wstatus: libc::c_int = 0;
+        // SAFETY: our own child.
+        let r = unsafe { libc::waitpid(self.pid, &mut wstatus, libc::WNOHANG) };
+        if r == 0 {
+            if timeout.is_some_and(|limit| self.started.elapsed() > limit) {
+                // SAFETY: our own child, still running.
+                unsafe {
+                    libc::kill(self.pid, libc::SIGKILL);
+                    libc::waitpid(self.pid, &mut wstatus, 0);
+                }
+                self.pid = 0;
+                let limit = timeout.unwrap_or_default();
+                return Some(Err(format!(
+                    "timed out after {:.3} s (killed)",
+                    limit.as_secs_f64()
+                )));
+            }
+            return None;
+        }
+        self.pid = 0;
+        if r < 0 {
+            return Some(Err("could not be waited for (waitpid failed)".to_string()));
+        }
+        Some(self.outcome(wstatus))
+    }
+
+    fn outcome(&mut self, wstatus: libc::c_int) -> std::result::Result<i32, String> {
+        if libc::WIFSIGNALED(wstatus) {
+            return Err(format!(
+                "was killed by {}",
+                signal_name(libc::WTERMSIG(wstatus))
+            ));
+        }
+        // SAFETY: the header lies in the mapping; the child has exited.
+        let header = unsafe { self.shared.header().read() };
+        if header.done != 1 {
+            let code = if libc::WIFEXITED(wstatus) {
+                libc::WEXITSTATUS(wstatus)
+            } else {
+                -1
+            };
+            return Err(format!(
+                "called exit({code}) (its process ended before returning)"
+            ));
+        }
+        let (m, marker) = (self.shared.m, self.marker);
+        let (sx, sy) = self.shared.xy_mut();
+        if let Some(j) = (sx.iter().zip(&self.x)).position(|(a, b)| a.to_bits() != b.to_bits()) {
+            return Err(format!("changed its input x[{j}]"));
+        }
+        if sy[m..].iter().any(|v| v.to_bits() != marker.to_bits()) {
+            return Err(format!("wrote past y[{}] (m = {m})", m - 1));
+        }
+        if header.status == i32::MIN + 1 {
+            return Err("panicked".to_string());
+        }
+        Ok(header.status)
+    }
+
+    /// The outputs of the last evaluation (m values).
+    pub(crate) fn y(&mut self) -> &[f64] {
+        let m = self.shared.m;
+        &self.shared.xy_mut().1[..m]
+    }
+}
+
+impl Drop for Worker {
+    /// A worker still running when its driver gives up (another worker failed) is killed and
+    /// reaped: no stray processes, no zombies.
+    fn drop(&mut self) {
+        if self.pid > 0 {
+            let mut wstatus: libc::c_int = 0;
+            // SAFETY: our own child.
+            unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+                libc::waitpid(self.pid, &mut wstatus, 0);
+            }
+        }
+    }
+}
+
+/// Waits a little longer each time, up to 5 ms: cheap for fast black boxes, idle for slow ones.
+pub(crate) struct Backoff(Duration);
+
+impl Backoff {
+    pub(crate) fn new() -> Self {
+        Backoff(Duration::from_micros(20))
+    }
+    pub(crate) fn nap(&mut self) {
+        std::thread::sleep(self.0);
+        self.0 = (self.0 * 2).min(Duration::from_millis(5));
+    }
+}
+
 /// A black box run in a forked worker per evaluation (see the module docs).
 pub struct Isolated<'a> {
     inner: &'a mut dyn BlackBox,
     timeout: Option<Duration>,
-    shared: Shared,
+    worker: Worker,
     failure: Option<String>,
 }
 
-/// Codes returned for failures that only [`Isolated::describe_failure`] can put in words.
-const CRASHED: i32 = i32::MIN + 7;
+/// The code returned for failures that only [`Isolated::describe_failure`] can put in words.
+pub(crate) const CRASHED: i32 = i32::MIN + 7;
 
-fn signal_name(sig: i32) -> String {
+pub(crate) fn signal_name(sig: i32) -> String {
     let name = match sig {
         libc::SIGSEGV => "SIGSEGV (segmentation fault)",
         libc::SIGBUS => "SIGBUS (bus error)",
@@ -129,118 +295,36 @@ impl<'a> Isolated<'a> {
         Ok(Isolated {
             inner,
             timeout,
-            shared: Shared::new(n, m)?,
+            worker: Worker::new(n, m)?,
             failure: None,
         })
-    }
-
-    fn fail(&mut self, what: String) -> std::result::Result<(), i32> {
-        self.failure = Some(what);
-        Err(CRASHED)
     }
 }
 
 impl BlackBox for Isolated<'_> {
     fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
-        let m = y.len();
-        // y arrives filled with the evaluator's marker; the guard zone gets the same.
-        let marker = y.first().copied().unwrap_or(0.0);
-        {
-            let (sx, sy) = self.shared.xy_mut();
-            sx.copy_from_slice(x);
-            sy[..m].copy_from_slice(y);
-            sy[m..].fill(marker);
-        }
-        // SAFETY: the header lies in the mapping.
-        unsafe { self.shared.header().write(Header { done: 0, status: 0 }) };
-        // SAFETY: fork; the child only runs the black box and _exit (module docs).
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return self.fail("could not be isolated: fork failed".to_string());
-        }
-        if pid == 0 {
-            let Isolated { inner, shared, .. } = self;
-            let header = shared.header();
-            let (sx, sy) = shared.xy_mut();
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                inner.eval(sx, &mut sy[..m])
-            }));
-            let status = match result {
-                Ok(Ok(())) => 0,
-                Ok(Err(code)) => code,
-                Err(_) => i32::MIN + 1,
-            };
-            // SAFETY: the header lies in the mapping; then leave without running destructors.
-            unsafe {
-                header.write(Header { done: 1, status });
-                libc::_exit(0)
-            }
-        }
-        let start = Instant::now();
-        let mut nap = Duration::from_micros(20);
-        let mut wstatus: libc::c_int = 0;
-        loop {
-            // SAFETY: our own child.
-            let r = unsafe { libc::waitpid(pid, &mut wstatus, libc::WNOHANG) };
-            if r == pid {
-                break;
-            }
-            if r < 0 {
-                return self.fail("could not be waited for (waitpid failed)".to_string());
-            }
-            if let Some(limit) = self.timeout {
-                if start.elapsed() > limit {
-                    // SAFETY: our own child, still running.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                        libc::waitpid(pid, &mut wstatus, 0);
+        let outcome = match self.worker.start(self.inner, x, y) {
+            Err(e) => Err(e),
+            Ok(()) => {
+                let mut backoff = Backoff::new();
+                loop {
+                    if let Some(outcome) = self.worker.poll(self.timeout) {
+                        break outcome;
                     }
-                    return self.fail(format!(
-                        "timed out after {:.3} s (killed)",
-                        limit.as_secs_f64()
-                    ));
+                    backoff.nap();
                 }
             }
-            std::thread::sleep(nap);
-            nap = (nap * 2).min(Duration::from_millis(5));
-        }
-        if libc::WIFSIGNALED(wstatus) {
-            return self.fail(format!(
-                "was killed by {}",
-                signal_name(libc::WTERMSIG(wstatus))
-            ));
-        }
-        // SAFETY: the header lies in the mapping; the child has exited.
-        let header = unsafe { self.shared.header().read() };
-        if header.done != 1 {
-            let code = if libc::WIFEXITED(wstatus) {
-                libc::WEXITSTATUS(wstatus)
-            } else {
-                -1
-            };
-            return self.fail(format!(
-                "called exit({code}) (its process ended before returning)"
-            ));
-        }
-        let (changed_x, overrun) = {
-            let (sx, sy) = self.shared.xy_mut();
-            let changed = (sx.iter().zip(x)).position(|(a, b)| a.to_bits() != b.to_bits());
-            let overrun = sy[m..].iter().any(|v| v.to_bits() != marker.to_bits());
-            if changed.is_none() && !overrun {
-                y.copy_from_slice(&sy[..m]);
-            }
-            (changed, overrun)
         };
-        if let Some(j) = changed_x {
-            return self.fail(format!("changed its input x[{j}]"));
-        }
-        if overrun {
-            return self.fail(format!("wrote past y[{}] (m = {m})", m - 1));
-        }
-        match header.status {
-            0 => Ok(()),
-            s if s == i32::MIN + 1 => self.fail("panicked".to_string()),
-            s => Err(s),
+        match outcome {
+            Ok(0) => {
+                y.copy_from_slice(self.worker.y());
+                Ok(())
+            }
+            Ok(code) => Err(code),
+            Err(what) => {
+                self.failure = Some(what);
+                Err(CRASHED)
+            }
         }
     }
 

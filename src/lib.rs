@@ -51,6 +51,7 @@ pub mod jacobian;
 pub mod loader;
 pub mod mtx;
 pub mod multipoint;
+pub mod parallel;
 pub mod pattern;
 pub mod planner;
 pub mod probe;

@@ -48,12 +48,20 @@ pub fn trace_points(
     points: &[Vec<f64>],
     options: &TraceOptions,
 ) -> Result<Pattern> {
+    union_of(points, &mut |x| trace(f, m, x, options))
+}
+
+/// The union of `tracer`'s patterns at every point (any driver: serial, threads, processes).
+pub fn union_of(
+    points: &[Vec<f64>],
+    tracer: &mut dyn FnMut(&[f64]) -> Result<Pattern>,
+) -> Result<Pattern> {
     let (first, rest) = points
         .split_first()
         .ok_or_else(|| Error::invalid("no points to trace at"))?;
-    let mut union = trace(f, m, first, options)?;
+    let mut union = tracer(first)?;
     for (k, x) in rest.iter().enumerate() {
-        let p = trace(f, m, x, options)
+        let p = tracer(x)
             .map_err(|e| Error::new(e.kind, format!("at point {}: {}", k + 1, e.message)))?;
         union = union.union(&p)?;
     }
