@@ -5,9 +5,10 @@
 
 enum { N = 40 };
 
-/* A 2-D-ish coupling: y_i = x_i^2 + x_{i+1} - x_{i+8}. */
+/* A 2-D-ish coupling: y_i = x_i^2 + x_{i+1} - x_{i+8}. Counts its calls in *ud if given. */
 static int model(void *ud, size_t n, const double *x, size_t m, double *y) {
-    (void)ud; (void)m;
+    (void)m;
+    if (ud) ++*(size_t *)ud;
     for (size_t i = 0; i < n; i++) {
         double r = i + 1 < n ? x[i + 1] : 0.0, d = i + 8 < n ? x[i + 8] : 0.0;
         y[i] = x[i] * x[i] + r - d;
@@ -96,6 +97,29 @@ int main(void) {
         o.isolate = 1;
         CHECK_STATUS(nanprop_trace(model, NULL, N, N, x0, &o, &q), NANPROP_ERR_INVALID_ARGUMENT);
         CHECK(error_mentions("threads cannot be combined"));
+    }
+
+    /* A journal: the second run with it evaluates nothing. */
+    {
+        const char *path = "test_batch_journal.bin";
+        remove(path);
+        nanprop_options o;
+        nanprop_options_init(&o);
+        o.journal = path;
+        size_t calls = 0;
+        nanprop_pattern *q = NULL;
+        CHECK_STATUS(nanprop_trace(model, &calls, N, N, x0, &o, &q), NANPROP_OK);
+        CHECK(calls == nanprop_pattern_evaluations(q));
+        nanprop_pattern_free(q);
+        calls = 0;
+        CHECK_STATUS(nanprop_trace(model, &calls, N, N, x0, &o, &q), NANPROP_OK);
+        CHECK(calls == 0 && same_pattern(direct, q));
+        nanprop_pattern_free(q);
+        x0[3] += 1.0; /* another point: refused */
+        CHECK_STATUS(nanprop_trace(model, NULL, N, N, x0, &o, &q), NANPROP_ERR_INVALID_ARGUMENT);
+        CHECK(error_mentions("belongs to another trace"));
+        x0[3] -= 1.0;
+        remove(path);
     }
 
     /* A Jacobian as one batch: all points first, then assemble; equal to nanprop_jacobian. */

@@ -48,6 +48,7 @@ module nanprop
     real(c_double) :: timeout
     integer(c_size_t) :: threads
     integer(c_size_t) :: processes
+    type(c_ptr) :: journal
   end type nanprop_options
 
   type, bind(C) :: nanprop_coloring_options

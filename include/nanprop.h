@@ -331,6 +331,12 @@ typedef struct {
    * default: none), for black boxes that are not thread-safe; implies isolation.
    */
   size_t processes;
+  /**
+   * NULL (default), or the path of a journal file: every evaluation is appended to it as it
+   * completes, and a trace run again with the same journal (same n, m, x0 and options)
+   * evaluates only what the journal lacks. A journal of another trace is refused.
+   */
+  const char *journal;
 } nanprop_options;
 
 /**

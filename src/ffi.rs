@@ -140,6 +140,10 @@ pub struct nanprop_options {
     /// Evaluate the probes of each step in this many forked worker processes at once (0, the
     /// default: none), for black boxes that are not thread-safe; implies isolation.
     pub processes: usize,
+    /// NULL (default), or the path of a journal file: every evaluation is appended to it as it
+    /// completes, and a trace run again with the same journal (same n, m, x0 and options)
+    /// evaluates only what the journal lacks. A journal of another trace is refused.
+    pub journal: *const c_char,
 }
 
 /// A traced (or given) sparsity pattern. Opaque; free with `nanprop_pattern_free`.
@@ -341,6 +345,7 @@ fn default_options() -> nanprop_options {
         timeout: 0.0,
         threads: 0,
         processes: 0,
+        journal: std::ptr::null(),
     }
 }
 
@@ -471,6 +476,20 @@ fn sampled(options: *const nanprop_options, x0: &[f64]) -> Result<Vec<Vec<f64>>>
     Ok(sample_points(x0, o.sample_points, o.sample_scale, o.seed))
 }
 
+/// A path from a C string's bytes.
+fn path_from_bytes(bytes: &[u8]) -> Result<std::path::PathBuf> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Ok(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+    }
+    #[cfg(not(unix))]
+    {
+        let s = std::str::from_utf8(bytes).map_err(|_| Error::invalid("path is not UTF-8"))?;
+        Ok(std::path::PathBuf::from(s))
+    }
+}
+
 /// Reads a caller's trace options.
 fn read_options(options: *const nanprop_options) -> Result<TraceOptions> {
     let o = read_versioned(options)?;
@@ -514,6 +533,13 @@ fn read_options(options: *const nanprop_options) -> Result<TraceOptions> {
             o.timeout
         )));
     }
+    let journal = if o.journal.is_null() {
+        None
+    } else {
+        // SAFETY: non-NULL, NUL-terminated by contract.
+        let bytes = unsafe { CStr::from_ptr(o.journal) }.to_bytes();
+        Some(path_from_bytes(bytes)?)
+    };
     Ok(TraceOptions {
         strategy,
         chunk_size: o.chunk_size.max(1),
@@ -528,6 +554,7 @@ fn read_options(options: *const nanprop_options) -> Result<TraceOptions> {
         verify_tolerance: o.verify_tolerance,
         isolate: o.isolate == 1,
         timeout: (o.timeout > 0.0).then(|| std::time::Duration::from_secs_f64(o.timeout)),
+        journal,
     })
 }
 
@@ -1200,16 +1227,7 @@ pub unsafe extern "C" fn nanprop_loaded_open(
         not_null(symbol, "symbol")?;
         // SAFETY: non-NULL, NUL-terminated by contract.
         let (path, symbol) = unsafe { (CStr::from_ptr(path), CStr::from_ptr(symbol)) };
-        #[cfg(unix)]
-        let path = {
-            use std::os::unix::ffi::OsStrExt;
-            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(path.to_bytes()))
-        };
-        #[cfg(not(unix))]
-        let path = std::path::PathBuf::from(
-            path.to_str()
-                .map_err(|_| Error::invalid("path is not UTF-8"))?,
-        );
+        let path = path_from_bytes(path.to_bytes())?;
         let symbol = symbol
             .to_str()
             .map_err(|_| Error::invalid("symbol is not UTF-8"))?;

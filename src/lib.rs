@@ -48,6 +48,7 @@ pub mod ffi;
 pub mod fpenv;
 pub mod isolate;
 pub mod jacobian;
+pub mod journal;
 pub mod loader;
 pub mod mtx;
 pub mod multipoint;

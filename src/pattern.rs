@@ -47,6 +47,9 @@ pub struct TraceReport {
     pub verification_evaluations: usize,
     /// Entries found by verification only ([`EntryKind::Perturbation`]).
     pub found_by_perturbation: usize,
+    /// Evaluations taken from a journal instead of being made again (included in
+    /// `evaluations`).
+    pub replayed: usize,
     /// Planner steps (batches of probes) taken.
     pub steps: usize,
     /// Whether the evaluation budget stopped the trace early.
@@ -195,6 +198,7 @@ impl Pattern {
                 .filter(|&&k| k == EntryKind::Perturbation)
                 .count(),
             steps: r.steps + s.steps,
+            replayed: r.replayed + s.replayed,
             budget_exhausted: r.budget_exhausted || s.budget_exhausted,
         };
         Ok(Pattern {

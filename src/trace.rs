@@ -41,6 +41,7 @@
 //! A probe whose verification did not fit in the budget is not used at all.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::journal::{Fnv, Journal};
 use crate::pattern::{check_dims, EntryKind, Pattern, PatternBuilder, TraceReport};
 use crate::planner::{chunked::Chunked, refine::Refine, Planner};
 use crate::probe::Probe;
@@ -96,6 +97,9 @@ pub struct TraceOptions {
     pub isolate: bool,
     /// With `isolate`: the longest one evaluation may take (None: no limit).
     pub timeout: Option<std::time::Duration>,
+    /// Keep every evaluation in this journal file as it completes, and resume from it: requests
+    /// it already holds are not evaluated again ([`crate::journal`]). None: no journal.
+    pub journal: Option<std::path::PathBuf>,
 }
 
 impl Default for TraceOptions {
@@ -110,6 +114,7 @@ impl Default for TraceOptions {
             verify_tolerance: 0.0,
             isolate: false,
             timeout: None,
+            journal: None,
         }
     }
 }
@@ -155,6 +160,9 @@ pub struct TraceSession {
     baseline: Vec<f64>,
     baseline_rows: Option<BitVec>,
     report: TraceReport,
+    /// Steps started (0: the baseline), the key of journal records.
+    step: u64,
+    journal: Option<Journal>,
 }
 
 impl TraceSession {
@@ -190,7 +198,18 @@ impl TraceSession {
                 options.verify_tolerance
             )));
         }
+        let journal = match &options.journal {
+            None => None,
+            Some(path) => Some(Journal::open(
+                path,
+                n,
+                m,
+                Self::fingerprint(n, m, x0, options),
+            )?),
+        };
         Ok(TraceSession {
+            step: 0,
+            journal,
             n,
             m,
             x0: x0.to_vec(),
@@ -203,6 +222,42 @@ impl TraceSession {
             baseline_rows: None,
             report: TraceReport::default(),
         })
+    }
+
+    /// What a journal must match: sizes, the point, and every option that shapes the requests.
+    fn fingerprint(n: usize, m: usize, x0: &[f64], o: &TraceOptions) -> u64 {
+        let mut h = Fnv::new().u64(n as u64).u64(m as u64);
+        for v in x0 {
+            h = h.u64(v.to_bits());
+        }
+        let strategy = match o.strategy {
+            Strategy::OneHot => 1,
+            Strategy::Chunked => 2,
+            Strategy::Payload => 3,
+        };
+        let nonfinite = u64::from(o.nonfinite_baseline == NonFiniteBaseline::Error);
+        h.u64(strategy)
+            .u64(o.chunk_size as u64)
+            .u64(nonfinite)
+            .u64(u64::from(o.verify))
+            .u64(o.verify_step.to_bits())
+            .u64(o.verify_tolerance.to_bits())
+            .finish()
+    }
+
+    /// What a journal record of request `id` must match: its kind and its probe's inputs.
+    fn request_fingerprint(&self, id: usize) -> u64 {
+        let r = self.request(id);
+        let kind = match r.kind {
+            RequestKind::Baseline => 0,
+            RequestKind::Nan => 1,
+            RequestKind::Finite => 2,
+        };
+        r.probe
+            .cols()
+            .iter()
+            .fold(Fnv::new().u64(kind), |h, &c| h.u64(u64::from(c)))
+            .finish()
     }
 
     /// Requests per probe in the current step.
@@ -226,6 +281,32 @@ impl TraceSession {
     /// (as many as the budget allows, whole verification pairs only). Empty when the trace is
     /// complete or the budget is spent; [`TraceSession::finish`] then gives the pattern.
     pub fn ask(&mut self) -> Result<Vec<usize>> {
+        loop {
+            let ids = self.ask_step()?;
+            if ids.is_empty() || self.journal.is_none() {
+                return Ok(ids);
+            }
+            // Answer what the journal holds; return the rest (or go on to the next step).
+            let mut rest = Vec::new();
+            for id in ids {
+                let fp = self.request_fingerprint(id);
+                let recorded = self
+                    .journal
+                    .as_mut()
+                    .expect("journal")
+                    .replay(self.step, id as u64, fp)?;
+                match recorded {
+                    Some(y) => self.tell_inner(id, &y)?,
+                    None => rest.push(id),
+                }
+            }
+            if !rest.is_empty() {
+                return Ok(rest);
+            }
+        }
+    }
+
+    fn ask_step(&mut self) -> Result<Vec<usize>> {
         if self.told.all() {
             match std::mem::replace(&mut self.stage, Stage::Baseline) {
                 Stage::Baseline => {
@@ -251,6 +332,7 @@ impl TraceSession {
                         return Ok(Vec::new());
                     }
                     self.report.steps += 1;
+                    self.step += 1;
                     self.stage = Stage::Planning(planner);
                 }
             }
@@ -370,6 +452,15 @@ impl TraceSession {
                 self.m
             )));
         }
+        let (fp, step) = (self.request_fingerprint(id), self.step);
+        if let Some(journal) = &mut self.journal {
+            journal.append(step, id as u64, fp, y)?;
+        }
+        self.tell_inner(id, y)
+    }
+
+    /// Tells outputs already validated (by `tell`, or read from the journal).
+    fn tell_inner(&mut self, id: usize, y: &[f64]) -> Result<()> {
         self.told.set(id, true);
         self.report.evaluations += 1;
         let kind = self.request(id).kind;
@@ -484,9 +575,11 @@ impl TraceSession {
             .iter()
             .filter(|&&k| k == EntryKind::Perturbation)
             .count();
+        let replayed = self.journal.as_ref().map_or(0, Journal::replayed);
         pattern.report = TraceReport {
             unresolved,
             found_by_perturbation,
+            replayed,
             ..self.report
         };
         Ok(pattern)

@@ -1,0 +1,221 @@
+//! Journals: a trace that dies resumes without evaluating again what it had; a torn last record
+//! is dropped; a journal of another trace, or a damaged one, is refused.
+
+use nanprop::parallel::trace_processes;
+use nanprop::synthetic;
+use nanprop::{trace, ErrorKind, Pattern, TraceOptions};
+use std::cell::Cell;
+use std::path::PathBuf;
+
+fn journal_path(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("nanprop-journal-{name}-{}.bin", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// The model of `truth`; fails (returns 9) on call number `fail_at` (1-based), if any.
+fn model<'a>(
+    truth: &'a Pattern,
+    calls: &'a Cell<usize>,
+    fail_at: Option<usize>,
+) -> impl FnMut(&[f64], &mut [f64]) -> Result<(), i32> + 'a {
+    move |x: &[f64], y: &mut [f64]| {
+        calls.set(calls.get() + 1);
+        if Some(calls.get()) == fail_at {
+            return Err(9);
+        }
+        for (i, yi) in y.iter_mut().enumerate() {
+            *yi = 1.0
+                + truth
+                    .row(i)
+                    .iter()
+                    .map(|&j| x[j as usize] * (1.0 + 1e-3 * j as f64))
+                    .sum::<f64>();
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn an_interrupted_trace_resumes_where_it_stopped() {
+    let truth = synthetic::stencil_2d(10);
+    let x0 = vec![0.7; 100];
+    let clean = trace(
+        &mut model(&truth, &Cell::new(0), None),
+        100,
+        &x0,
+        &TraceOptions::default(),
+    )
+    .unwrap();
+    let total = clean.report.evaluations;
+    let path = journal_path("resume");
+    let options = TraceOptions {
+        journal: Some(path.clone()),
+        ..Default::default()
+    };
+    // The first run dies at evaluation 23.
+    let calls = Cell::new(0);
+    let e = trace(&mut model(&truth, &calls, Some(23)), 100, &x0, &options).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::BlackBox);
+    // The second evaluates only what the first did not finish.
+    let calls = Cell::new(0);
+    let p = trace(&mut model(&truth, &calls, None), 100, &x0, &options).unwrap();
+    assert_eq!(
+        (p.row_ptr(), p.col_idx()),
+        (clean.row_ptr(), clean.col_idx())
+    );
+    assert_eq!(p.report.evaluations, total);
+    assert_eq!(p.report.replayed, 22);
+    assert_eq!(calls.get(), total - 22);
+    // A third run evaluates nothing.
+    let calls = Cell::new(0);
+    let p = trace(&mut model(&truth, &calls, None), 100, &x0, &options).unwrap();
+    assert_eq!(calls.get(), 0);
+    assert_eq!(p.report.replayed, total);
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn a_torn_last_record_is_dropped_and_redone() {
+    let truth = synthetic::banded(40, 1);
+    let x0 = vec![1.5; 40];
+    let path = journal_path("torn");
+    let options = TraceOptions {
+        journal: Some(path.clone()),
+        ..Default::default()
+    };
+    let calls = Cell::new(0);
+    let clean = trace(&mut model(&truth, &calls, None), 40, &x0, &options).unwrap();
+    let len = std::fs::metadata(&path).unwrap().len();
+    // The process died in the middle of writing its last record.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len - 13)
+        .unwrap();
+    let calls = Cell::new(0);
+    let p = trace(&mut model(&truth, &calls, None), 40, &x0, &options).unwrap();
+    assert_eq!(calls.get(), 1, "only the torn record is evaluated again");
+    assert_eq!(p.col_idx(), clean.col_idx());
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        len,
+        "the journal is whole again"
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn foreign_and_damaged_journals_are_refused() {
+    let truth = synthetic::banded(30, 1);
+    let path = journal_path("foreign");
+    let options = TraceOptions {
+        journal: Some(path.clone()),
+        ..Default::default()
+    };
+    trace(
+        &mut model(&truth, &Cell::new(0), None),
+        30,
+        &[1.0; 30],
+        &options,
+    )
+    .unwrap();
+    let e = trace(
+        &mut model(&truth, &Cell::new(0), None),
+        30,
+        &[2.0; 30],
+        &options,
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains("belongs to another trace") && e.message.contains("another x0"),
+        "{}",
+        e.message
+    );
+    let other = TraceOptions {
+        verify: false,
+        ..options.clone()
+    };
+    let e = trace(
+        &mut model(&truth, &Cell::new(0), None),
+        30,
+        &[1.0; 30],
+        &other,
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains("belongs to another trace"),
+        "{}",
+        e.message
+    );
+    let small = synthetic::banded(20, 1);
+    let e = trace(
+        &mut model(&small, &Cell::new(0), None),
+        20,
+        &[1.0; 20],
+        &options,
+    )
+    .unwrap_err();
+    assert!(e.message.contains("n = 30"), "{}", e.message);
+    // A byte flipped inside the first record (not the last): damage, not a torn write.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[36 + 30] ^= 0xFF;
+    std::fs::write(&path, &bytes).unwrap();
+    let e = trace(
+        &mut model(&truth, &Cell::new(0), None),
+        30,
+        &[1.0; 30],
+        &options,
+    )
+    .unwrap_err();
+    assert!(e.message.contains("damaged at record 0"), "{}", e.message);
+    std::fs::write(
+        &path,
+        b"not a journal at all, but long enough to have a header",
+    )
+    .unwrap();
+    let e = trace(
+        &mut model(&truth, &Cell::new(0), None),
+        30,
+        &[1.0; 30],
+        &options,
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains("is not a nanprop journal"),
+        "{}",
+        e.message
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn parallel_drivers_resume_from_the_journal_too() {
+    let truth = synthetic::random_sparse(60, 60, 3, 5);
+    let x0 = vec![0.3; 60];
+    let path = journal_path("processes");
+    let options = TraceOptions {
+        journal: Some(path.clone()),
+        ..Default::default()
+    };
+    // The worker processes crash when input 7 is NaN alone; the journal keeps the rest.
+    let mut crashing = |x: &[f64], y: &mut [f64]| {
+        if x[7].is_nan() && x.iter().filter(|v| v.is_nan()).count() == 1 {
+            std::process::abort();
+        }
+        model(&truth, &Cell::new(0), None)(x, y)
+    };
+    let e = trace_processes(&mut crashing, 60, &x0, &options, 3).unwrap_err();
+    assert!(e.message.contains("SIGABRT"), "{}", e.message);
+    let done_before = std::fs::metadata(&path).unwrap().len();
+    assert!(
+        done_before > 36,
+        "evaluations before the crash are in the journal"
+    );
+    let calls = Cell::new(0);
+    let p = trace(&mut model(&truth, &calls, None), 60, &x0, &options).unwrap();
+    assert!(p.report.replayed > 0 && calls.get() < p.report.evaluations);
+    assert_eq!(p.col_idx(), truth.col_idx());
+    let _ = std::fs::remove_file(&path);
+}
