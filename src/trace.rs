@@ -413,6 +413,11 @@ impl TraceSession {
         id < self.told.len() && !self.told[id]
     }
 
+    /// The current step (0: the baseline; one more each time the planner plans a new batch).
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+
     /// Inputs (n).
     pub fn n(&self) -> usize {
         self.n

@@ -270,3 +270,65 @@ fn demo_runs() {
         "{t}"
     );
 }
+
+#[test]
+fn external_evaluations_through_files_and_a_journal() {
+    // This test is the batch scheduler: each round it runs the user's "program" (here Rust code
+    // computing the ring model) on every input file nanprop wrote, then runs nanprop again.
+    let dir = scratch("external");
+    let work = dir.join("work");
+    let journal = dir.join("journal.bin");
+    let out_path = dir.join("p.mtx");
+    let args = [
+        "trace",
+        "--external",
+        work.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+        "-n",
+        "6",
+        "-m",
+        "6",
+        "--x0",
+        "1,2,3,4,5,6",
+        "--out",
+        out_path.to_str().unwrap(),
+    ];
+    let mut rounds = 0;
+    loop {
+        let o = nanprop(&args);
+        if o.status.success() {
+            break;
+        }
+        assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+        assert!(text(&o).contains("waiting for"), "{}", text(&o));
+        rounds += 1;
+        assert!(rounds < 50, "the trace should end");
+        for entry in std::fs::read_dir(&work).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "in") && !path.with_extension("out").exists() {
+                let bytes = std::fs::read(&path).unwrap();
+                let x: Vec<f64> = bytes
+                    .chunks(8)
+                    .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                    .collect();
+                assert_eq!(x.len(), 6);
+                let y: Vec<u8> = (0..6)
+                    .flat_map(|i| (x[i] * x[(i + 1) % 6]).to_le_bytes())
+                    .collect();
+                std::fs::write(path.with_extension("out"), y).unwrap();
+            }
+        }
+    }
+    assert!(rounds >= 2, "baseline, then probe steps");
+    let p = mtx::read_pattern(std::io::BufReader::new(
+        std::fs::File::open(&out_path).unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(p.nnz(), 12);
+    assert_eq!(p.row(5), &[0, 5]);
+    // Running again reads everything from the journal and evaluates nothing.
+    let o = nanprop(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -67,14 +67,22 @@ enum StrategyArg {
 #[derive(Args)]
 struct Load {
     /// The shared library.
-    #[arg(long)]
-    lib: PathBuf,
+    #[arg(long, required_unless_present = "external")]
+    lib: Option<PathBuf>,
     /// The function's name (Fortran: as in the source; name_, name__, NAME are tried).
-    #[arg(long)]
-    symbol: String,
+    #[arg(long, required_unless_present = "external")]
+    symbol: Option<String>,
     /// Calling convention.
-    #[arg(long, value_enum)]
-    convention: ConventionArg,
+    #[arg(long, value_enum, required_unless_present = "external")]
+    convention: Option<ConventionArg>,
+    /// Batch-scheduler mode (trace only, with --journal): instead of calling a library, write
+    /// each evaluation's input to DIR/<step>-<request>.in (n little-endian doubles) and read its
+    /// outputs from DIR/<step>-<request>.out (m little-endian doubles) once they exist.
+    #[arg(long, requires = "journal")]
+    external: Option<PathBuf>,
+    /// Keep every evaluation in this journal file and resume from it when run again.
+    #[arg(long)]
+    journal: Option<PathBuf>,
     /// Inputs.
     #[arg(short = 'n')]
     n: usize,
@@ -109,6 +117,22 @@ struct TraceArgs {
     /// Write an SVG spy plot beside its column-compressed view.
     #[arg(long)]
     svg: Option<PathBuf>,
+    /// No verification by finite perturbation (half the evaluations, NaN tracing alone).
+    #[arg(long)]
+    no_verify: bool,
+    /// Run each evaluation in a forked worker process (crashes and hangs become errors).
+    #[arg(long)]
+    isolate: bool,
+    /// Evaluate each step's probes in this many forked worker processes at once.
+    #[arg(long, default_value_t = 0)]
+    processes: usize,
+    /// With --isolate or --processes: seconds one evaluation may take.
+    #[arg(long)]
+    timeout: Option<f64>,
+    /// With --external: wait up to this many seconds for missing outputs (default: exit with
+    /// status 3 and let the scheduler run this command again).
+    #[arg(long, default_value_t = 0.0)]
+    wait: f64,
 }
 
 #[derive(Args)]
@@ -194,7 +218,13 @@ fn parse_x0(spec: &str, n: usize) -> Result<Vec<f64>, String> {
 }
 
 fn open(load: &Load) -> Result<(LoadedBlackBox, Vec<f64>), String> {
-    let convention = match load.convention {
+    let (Some(lib), Some(symbol), Some(convention)) = (&load.lib, &load.symbol, load.convention)
+    else {
+        return Err(
+            "--lib, --symbol and --convention are needed (or --external for trace)".to_string(),
+        );
+    };
+    let convention = match convention {
         ConventionArg::C => Convention::C,
         ConventionArg::Blackbox => Convention::Blackbox,
         ConventionArg::Fortran => Convention::Fortran,
@@ -206,7 +236,7 @@ fn open(load: &Load) -> Result<(LoadedBlackBox, Vec<f64>), String> {
     } else {
         IntKind::I4
     };
-    let f = LoadedBlackBox::open(&load.lib, &load.symbol, convention, load.n, load.m, kind)
+    let f = LoadedBlackBox::open(lib, symbol, convention, load.n, load.m, kind)
         .map_err(|e| e.to_string())?;
     let x0 = parse_x0(&load.x0, load.n)?;
     Ok((f, x0))
@@ -270,23 +300,42 @@ fn trace_loaded(
     p.map_err(|e| e.to_string())
 }
 
-fn cmd_trace(a: &TraceArgs, quiet: bool) -> Result<(), String> {
-    let (mut f, x0) = open(&a.load)?;
+fn cmd_trace(a: &TraceArgs, quiet: bool) -> Result<(), Failure> {
     let options = TraceOptions {
         strategy: strategy(a.strategy),
         chunk_size: a.chunk_size,
         max_evaluations: a.max_evaluations,
+        verify: !a.no_verify,
+        isolate: a.isolate,
+        timeout: a.timeout.map(std::time::Duration::from_secs_f64),
+        journal: a.load.journal.clone(),
         ..TraceOptions::default()
     };
     let start = Instant::now();
-    let p = trace_loaded(&mut f, &x0, &options, quiet)?;
+    let (p, source) = match &a.load.external {
+        Some(dir) => {
+            let x0 = parse_x0(&a.load.x0, a.load.n)?;
+            (
+                trace_external(dir, a.load.n, a.load.m, &x0, &options, a.wait)?,
+                format!("external evaluations in {}", dir.display()),
+            )
+        }
+        None => {
+            let (mut f, x0) = open(&a.load)?;
+            let p = if a.processes > 0 {
+                nanprop::parallel::trace_processes(&mut f, a.load.m, &x0, &options, a.processes)
+                    .map_err(|e| e.to_string())?
+            } else {
+                trace_loaded(&mut f, &x0, &options, quiet)?
+            };
+            (p, format!("{} ({})", f.path().display(), f.symbol()))
+        }
+    };
     let seconds = start.elapsed().as_secs_f64();
     let c = coloring::color(&p, &ColoringOptions::default());
     if let Some(out) = &a.out {
         let note = format!(
-            "traced by nanprop from {} ({}) with {} evaluations",
-            a.load.lib.display(),
-            f.symbol(),
+            "traced by nanprop from {source} with {} evaluations",
             p.report.evaluations
         );
         write_file(out, |w| mtx::write_pattern(w, &p, &note))?;
@@ -302,6 +351,97 @@ fn cmd_trace(a: &TraceArgs, quiet: bool) -> Result<(), String> {
     }
     summary(&p, c.num_colors, seconds);
     Ok(())
+}
+
+/// Status with which `trace --external` stops while outputs are missing.
+const WAITING: u8 = 3;
+
+/// A failed command: its exit status and message.
+struct Failure {
+    status: u8,
+    message: String,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure { status: 1, message }
+    }
+}
+
+/// The batch-scheduler driver: the session's requests become files (see `--external`).
+fn trace_external(
+    dir: &Path,
+    n: usize,
+    m: usize,
+    x0: &[f64],
+    options: &TraceOptions,
+    wait: f64,
+) -> Result<Pattern, Failure> {
+    use nanprop::TraceSession;
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let mut session = TraceSession::new(n, m, x0, options).map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + std::time::Duration::from_secs_f64(wait.max(0.0));
+    let mut x = vec![0.0; n];
+    loop {
+        let ids = session.ask().map_err(|e| e.to_string())?;
+        if ids.is_empty() {
+            break;
+        }
+        let mut missing = 0;
+        for id in ids {
+            let stem = format!("{:05}-{:07}", session.step(), id);
+            let (input, output) = (
+                dir.join(format!("{stem}.in")),
+                dir.join(format!("{stem}.out")),
+            );
+            match std::fs::read(&output) {
+                Ok(bytes) if bytes.len() == 8 * m => {
+                    let y: Vec<f64> = bytes
+                        .chunks(8)
+                        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                        .collect();
+                    session.tell(id, &y).map_err(|e| e.to_string())?;
+                }
+                Ok(bytes) => {
+                    let msg = format!(
+                        "{} has {} bytes, expected m = {m} doubles ({} bytes)",
+                        output.display(),
+                        bytes.len(),
+                        8 * m
+                    );
+                    return Err(msg.into());
+                }
+                Err(_) => {
+                    if !input.exists() {
+                        session.write_input(id, &mut x);
+                        let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+                        // Written under another name and renamed, so a scheduler never sees half a file.
+                        let partial = dir.join(format!("{stem}.in.part"));
+                        std::fs::write(&partial, bytes)
+                            .map_err(|e| format!("writing {}: {e}", partial.display()))?;
+                        std::fs::rename(&partial, &input)
+                            .map_err(|e| format!("renaming {}: {e}", partial.display()))?;
+                    }
+                    missing += 1;
+                }
+            }
+        }
+        if missing > 0 {
+            if Instant::now() >= deadline {
+                let msg = format!(
+                    "waiting for {missing} evaluations: run your program on each {}/*.in (n = {n} little-endian doubles) \
+                     writing the m = {m} outputs to the matching .out file, then run this command again",
+                    dir.display()
+                );
+                return Err(Failure {
+                    status: WAITING,
+                    message: msg,
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+    Ok(session.finish().map_err(|e| e.to_string())?)
 }
 
 fn parse_order(s: &str) -> Result<coloring::Strategy, String> {
@@ -323,7 +463,7 @@ fn parse_order(s: &str) -> Result<coloring::Strategy, String> {
     })
 }
 
-fn cmd_color(a: &ColorArgs) -> Result<(), String> {
+fn cmd_color(a: &ColorArgs) -> Result<(), Failure> {
     let file =
         std::fs::File::open(&a.file).map_err(|e| format!("opening {}: {e}", a.file.display()))?;
     let p = mtx::read_pattern(BufReader::new(file))
@@ -359,7 +499,7 @@ fn cmd_color(a: &ColorArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn cmd_jacobian(a: &JacobianArgs, quiet: bool) -> Result<(), String> {
+fn cmd_jacobian(a: &JacobianArgs, quiet: bool) -> Result<(), Failure> {
     let (mut f, x0) = open(&a.load)?;
     let start = Instant::now();
     let p = match &a.pattern {
@@ -369,13 +509,13 @@ fn cmd_jacobian(a: &JacobianArgs, quiet: bool) -> Result<(), String> {
             let p = mtx::read_pattern(BufReader::new(file))
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             if p.rows() != f.m() || p.cols() != f.n() {
-                return Err(format!(
+                return Err(Failure::from(format!(
                     "the pattern is {} x {}, the function {} x {}",
                     p.rows(),
                     p.cols(),
                     f.m(),
                     f.n()
-                ));
+                )));
             }
             p
         }
@@ -409,7 +549,7 @@ fn cmd_jacobian(a: &JacobianArgs, quiet: bool) -> Result<(), String> {
     let seconds = start.elapsed().as_secs_f64();
     let note = format!(
         "Jacobian by nanprop of {} ({}), {evaluations} evaluations",
-        a.load.lib.display(),
+        f.path().display(),
         f.symbol()
     );
     write_file(&a.out, |w| mtx::write_real(w, &p, &values, &note))?;
@@ -425,7 +565,7 @@ fn cmd_jacobian(a: &JacobianArgs, quiet: bool) -> Result<(), String> {
     Ok(())
 }
 
-fn cmd_demo(s: StrategyArg) -> Result<(), String> {
+fn cmd_demo(s: StrategyArg) -> Result<(), Failure> {
     let x0 = demo_x0();
     let options = TraceOptions {
         strategy: strategy(s),
@@ -491,9 +631,16 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("nanprop: error: {e}");
-            ExitCode::FAILURE
+        Err(Failure {
+            status: WAITING,
+            message,
+        }) => {
+            eprintln!("nanprop: {message}");
+            ExitCode::from(WAITING)
+        }
+        Err(Failure { status, message }) => {
+            eprintln!("nanprop: error: {message}");
+            ExitCode::from(status)
         }
     }
 }
