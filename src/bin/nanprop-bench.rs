@@ -3,7 +3,8 @@
 //!
 //! `cargo run --release --bin nanprop-bench` runs the full set; `-- --quick` the small sizes;
 //! `-- --only TEXT` the cases whose family name and n contain TEXT (e.g. `"tridiagonal 1000000"`);
-//! `-- --coloring` only the column-coloring comparison with ColPack (built from
+//! `-- --parallel` only the parallel drivers' wall times; `-- --coloring` only the
+//! column-coloring comparison with ColPack (built from
 //! bench/colpack_compare.cpp when Debian's libcolpack-dev is installed; ColPack is never linked
 //! into nanprop).
 //! Library time is the wall time of the trace minus the time spent inside the synthetic black
@@ -355,10 +356,117 @@ fn coloring_table() {
     }
 }
 
+/// Wall time of serial, threaded and process-pool tracing of a black box that sleeps 10 ms per
+/// evaluation, as an expensive legacy code would (CPU idle, so workers overlap on 2 cores).
+fn parallel_table() {
+    use nanprop::parallel::{trace_processes, trace_threads};
+    use std::time::Duration;
+    println!("\n### Parallel evaluation: a black box that sleeps 10 ms per evaluation\n");
+    println!(
+        "| pattern | strategy | evaluations | largest step | driver | wall time (s) | speedup |"
+    );
+    println!("|---|---|---:|---:|---|---:|---:|");
+    let cases = [
+        (
+            "banded (bandwidth 11), n = 10^4",
+            synthetic::banded(10_000, 5),
+            Strategy::Payload,
+        ),
+        (
+            "banded (bandwidth 11), n = 200",
+            synthetic::banded(200, 5),
+            Strategy::OneHot,
+        ),
+    ];
+    for (name, truth, strategy) in cases {
+        let model = |x: &[f64], y: &mut [f64]| -> Result<(), i32> {
+            std::thread::sleep(Duration::from_millis(10));
+            for (i, yi) in y.iter_mut().enumerate() {
+                *yi = 1.0 + truth.row(i).iter().map(|&j| x[j as usize]).sum::<f64>();
+            }
+            Ok(())
+        };
+        let x0 = vec![1.0; truth.cols()];
+        let options = TraceOptions {
+            strategy,
+            ..TraceOptions::default()
+        };
+        let m = truth.rows();
+        let start = Instant::now();
+        let serial = trace(
+            &mut |x: &[f64], y: &mut [f64]| model(x, y),
+            m,
+            &x0,
+            &options,
+        )
+        .expect("serial");
+        let base = start.elapsed().as_secs_f64();
+        let largest = largest_step(&truth, &options);
+        let row = |driver: &str, seconds: f64| {
+            println!(
+                "| {name} | {:?} | {} | {largest} | {driver} | {seconds:.2} | {:.2} |",
+                strategy,
+                serial.report.evaluations,
+                base / seconds
+            );
+        };
+        row("serial", base);
+        for threads in [1, 2, 4] {
+            let start = Instant::now();
+            let p = trace_threads(&model, m, &x0, &options, threads).expect("threads");
+            assert_eq!(p.col_idx(), serial.col_idx());
+            row(&format!("{threads} threads"), start.elapsed().as_secs_f64());
+        }
+        let start = Instant::now();
+        let p = trace_processes(
+            &mut |x: &[f64], y: &mut [f64]| model(x, y),
+            m,
+            &x0,
+            &options,
+            2,
+        )
+        .expect("processes");
+        assert_eq!(p.col_idx(), serial.col_idx());
+        row("2 processes", start.elapsed().as_secs_f64());
+        eprintln!("parallel: {name} done");
+    }
+    println!(
+        "\nA step's requests are independent, so the speedup is bounded by the step sizes: the"
+    );
+    println!("payload planner's steps hold a few probes (two requests each with verification).");
+}
+
+/// The most requests one step of this trace asks for at once.
+fn largest_step(truth: &Pattern, options: &TraceOptions) -> usize {
+    let x0 = vec![1.0; truth.cols()];
+    let mut s =
+        nanprop::TraceSession::new(truth.cols(), truth.rows(), &x0, options).expect("session");
+    let mut f = Synthetic::new(truth, Winner::Random, 1);
+    let mut x = vec![0.0; truth.cols()];
+    let mut y = vec![0.0; truth.rows()];
+    let mut largest = 0;
+    loop {
+        let ids = s.ask().expect("ask");
+        if ids.is_empty() {
+            return largest;
+        }
+        largest = largest.max(ids.len());
+        for id in ids {
+            s.write_input(id, &mut x);
+            nanprop::BlackBox::eval(&mut f, &x, &mut y).expect("eval");
+            s.tell(id, &y).expect("tell");
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--coloring") {
         coloring_table();
+        return;
+    }
+    if args.iter().any(|a| a == "--parallel") {
+        parallel_table();
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");
@@ -391,6 +499,7 @@ fn main() {
             .collect();
         print_table(title, &rows);
     }
+    parallel_table();
     println!("\nLower bound: max nonzeros in a row + 1 (each probe proves at most one dependency per row).");
     println!(
         "Evaluations: NaN tracing alone (verify off). With verification (the default), every probe"
