@@ -321,6 +321,39 @@ fn not_null<T>(p: *const T, name: &str) -> Result<()> {
     }
 }
 
+/// Frees a box this library handed out (NULL is a no-op); a panic in a destructor stays here.
+///
+/// # Safety
+/// `p` is NULL or came from `Box::into_raw` in this library and is freed once.
+unsafe fn free_boxed<T>(p: *mut T) {
+    if !p.is_null() {
+        // SAFETY: by this function's contract.
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(p) })));
+    }
+}
+
+/// Checks an output handle and sets it to NULL, so that it stays NULL on failure.
+fn reset_out<T>(out: *mut *mut T) -> Result<()> {
+    not_null(out, "out")?;
+    // SAFETY: checked non-NULL; the caller's slot for a handle.
+    unsafe { *out = std::ptr::null_mut() };
+    Ok(())
+}
+
+/// Hands `value` to the caller through `out` (checked by `reset_out`).
+fn give<T>(out: *mut *mut T, value: T) {
+    // SAFETY: `out` was checked non-NULL by reset_out in the same call.
+    unsafe { *out = Box::into_raw(Box::new(value)) };
+}
+
+/// Writes `value` through `p` unless it is NULL (optional outputs such as evaluation counts).
+fn write_optional<T>(p: *mut T, value: T) {
+    if !p.is_null() {
+        // SAFETY: non-NULL; by contract a valid place for a T.
+        unsafe { *p = value };
+    }
+}
+
 fn pattern_ref<'a>(p: *const nanprop_pattern) -> Result<&'a Pattern> {
     not_null(p, "pattern")?;
     // SAFETY: non-NULL, and by contract a pattern this library created and has not freed.
@@ -605,9 +638,7 @@ pub unsafe extern "C" fn nanprop_trace(
     out: *mut *mut nanprop_pattern,
 ) -> nanprop_status {
     guarded("nanprop_trace", || {
-        not_null(out, "out")?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = std::ptr::null_mut() };
+        reset_out(out)?;
         let f = f.ok_or_else(|| Error::invalid("f is NULL"))?;
         not_null(x0, "x0")?;
         crate::pattern::check_dims(m, n)?;
@@ -621,9 +652,7 @@ pub unsafe extern "C" fn nanprop_trace(
             &points,
             &mut driver_for(options_ptr, f, user_data, m, &options)?,
         )?;
-        let boxed = Box::new(nanprop_pattern { inner: pattern });
-        // SAFETY: checked non-NULL.
-        unsafe { *out = Box::into_raw(boxed) };
+        give(out, nanprop_pattern { inner: pattern });
         Ok(())
     })
 }
@@ -769,10 +798,8 @@ pub unsafe extern "C" fn nanprop_pattern_nonfinite_rows(
 /// Frees a pattern. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_pattern_free(p: *mut nanprop_pattern) {
-    if !p.is_null() {
-        // SAFETY: a pattern created by this library with Box::into_raw, freed once by contract.
-        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(p) })));
-    }
+    // SAFETY: by this function's contract.
+    unsafe { free_boxed(p) }
 }
 
 fn default_coloring_options() -> nanprop_coloring_options {
@@ -970,9 +997,7 @@ pub unsafe extern "C" fn nanprop_pattern_from_csr(
     out: *mut *mut nanprop_pattern,
 ) -> nanprop_status {
     guarded("nanprop_pattern_from_csr", || {
-        not_null(out, "out")?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = std::ptr::null_mut() };
+        reset_out(out)?;
         not_null(row_ptr, "row_ptr")?;
         crate::pattern::check_dims(m, n)?;
         // SAFETY: non-NULL; by contract m + 1 entries.
@@ -991,8 +1016,7 @@ pub unsafe extern "C" fn nanprop_pattern_from_csr(
             unsafe { std::slice::from_raw_parts(col_idx, nnz) }
         };
         let pattern = Pattern::from_csr(m, n, rp, ci)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = Box::into_raw(Box::new(nanprop_pattern { inner: pattern })) };
+        give(out, nanprop_pattern { inner: pattern });
         Ok(())
     })
 }
@@ -1043,14 +1067,11 @@ pub unsafe extern "C" fn nanprop_jacobian_plan_create(
     out: *mut *mut nanprop_jacobian_plan,
 ) -> nanprop_status {
     guarded("nanprop_jacobian_plan_create", || {
-        not_null(out, "out")?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = std::ptr::null_mut() };
+        reset_out(out)?;
         let p = pattern_ref(p)?;
         let o = jacobian_from(options, p.cols())?;
         let plan = JacobianPlan::new(p, &o)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = Box::into_raw(Box::new(nanprop_jacobian_plan { inner: plan })) };
+        give(out, nanprop_jacobian_plan { inner: plan });
         Ok(())
     })
 }
@@ -1131,10 +1152,7 @@ pub unsafe extern "C" fn nanprop_jacobian_plan_evaluate(
         let values = unsafe { std::slice::from_raw_parts_mut(values, plan.values_len()) };
         let mut bb = CBlackBox { f, user_data };
         let made = plan.evaluate(&mut bb, x, fx, values)?;
-        if !evaluations.is_null() {
-            // SAFETY: non-NULL.
-            unsafe { *evaluations = made };
-        }
+        write_optional(evaluations, made);
         Ok(())
     })
 }
@@ -1142,10 +1160,8 @@ pub unsafe extern "C" fn nanprop_jacobian_plan_evaluate(
 /// Frees a plan. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_jacobian_plan_free(plan: *mut nanprop_jacobian_plan) {
-    if !plan.is_null() {
-        // SAFETY: a plan created by this library with Box::into_raw, freed once by contract.
-        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(plan) })));
-    }
+    // SAFETY: by this function's contract.
+    unsafe { free_boxed(plan) }
 }
 
 /// Computes one sparse Jacobian of f: R^n -> R^m at x0 with pattern `p` (m x n) by compressed
@@ -1186,10 +1202,7 @@ pub unsafe extern "C" fn nanprop_jacobian(
         let values = unsafe { std::slice::from_raw_parts_mut(values, plan.values_len()) };
         let mut bb = CBlackBox { f, user_data };
         let made = plan.evaluate(&mut bb, x, None, values)?;
-        if !evaluations.is_null() {
-            // SAFETY: non-NULL.
-            unsafe { *evaluations = made };
-        }
+        write_optional(evaluations, made);
         Ok(())
     })
 }
@@ -1220,9 +1233,7 @@ pub unsafe extern "C" fn nanprop_loaded_open(
     out: *mut *mut nanprop_loaded,
 ) -> nanprop_status {
     guarded("nanprop_loaded_open", || {
-        not_null(out, "out")?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = std::ptr::null_mut() };
+        reset_out(out)?;
         not_null(path, "path")?;
         not_null(symbol, "symbol")?;
         // SAFETY: non-NULL, NUL-terminated by contract.
@@ -1253,11 +1264,12 @@ pub unsafe extern "C" fn nanprop_loaded_open(
             }
         };
         let loaded = LoadedBlackBox::open(&path, symbol, convention, n, m, int_kind)?;
-        let handle = Box::new(nanprop_loaded {
-            inner: RefCell::new(loaded),
-        });
-        // SAFETY: checked non-NULL.
-        unsafe { *out = Box::into_raw(handle) };
+        give(
+            out,
+            nanprop_loaded {
+                inner: RefCell::new(loaded),
+            },
+        );
         Ok(())
     })
 }
@@ -1404,10 +1416,8 @@ pub unsafe extern "C" fn nanprop_loaded_jacobian(
 /// Closes a loaded black box and unloads its library. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_loaded_close(b: *mut nanprop_loaded) {
-    if !b.is_null() {
-        // SAFETY: a handle created by nanprop_loaded_open, closed once by contract.
-        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(b) })));
-    }
+    // SAFETY: by this function's contract.
+    unsafe { free_boxed(b) }
 }
 
 /// Traces f at each of `num_points` points (`points`: num_points x n values, point k at
@@ -1429,9 +1439,7 @@ pub unsafe extern "C" fn nanprop_trace_points(
     out: *mut *mut nanprop_pattern,
 ) -> nanprop_status {
     guarded("nanprop_trace_points", || {
-        not_null(out, "out")?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = std::ptr::null_mut() };
+        reset_out(out)?;
         let f = f.ok_or_else(|| Error::invalid("f is NULL"))?;
         not_null(points, "points")?;
         crate::pattern::check_dims(m, n)?;
@@ -1450,8 +1458,7 @@ pub unsafe extern "C" fn nanprop_trace_points(
             &list,
             &mut driver_for(options, f, user_data, m, &trace_options)?,
         )?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = Box::into_raw(Box::new(nanprop_pattern { inner: pattern })) };
+        give(out, nanprop_pattern { inner: pattern });
         Ok(())
     })
 }
@@ -1474,9 +1481,7 @@ pub unsafe extern "C" fn nanprop_flag_tracer_create(
     out: *mut *mut nanprop_flag_tracer,
 ) -> nanprop_status {
     guarded("nanprop_flag_tracer_create", || {
-        not_null(out, "out")?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = std::ptr::null_mut() };
+        reset_out(out)?;
         let f = f.ok_or_else(|| Error::invalid("f is NULL"))?;
         if num_flags > 0 {
             not_null(flags, "flags")?;
@@ -1488,14 +1493,15 @@ pub unsafe extern "C" fn nanprop_flag_tracer_create(
             unsafe { std::slice::from_raw_parts(flags, num_flags) }
         };
         let inner = FlagTracer::new(n, m, flags, &read_options(options)?)?;
-        let t = Box::new(nanprop_flag_tracer {
-            inner,
-            f,
-            user_data,
-            n,
-        });
-        // SAFETY: checked non-NULL.
-        unsafe { *out = Box::into_raw(t) };
+        give(
+            out,
+            nanprop_flag_tracer {
+                inner,
+                f,
+                user_data,
+                n,
+            },
+        );
         Ok(())
     })
 }
@@ -1523,10 +1529,7 @@ pub unsafe extern "C" fn nanprop_flag_tracer_observe(
             user_data: t.user_data,
         };
         let did = t.inner.observe(&mut bb, x)?;
-        if !traced.is_null() {
-            // SAFETY: non-NULL.
-            unsafe { *traced = c_int::from(did) };
-        }
+        write_optional(traced, c_int::from(did));
         Ok(())
     })
 }
@@ -1541,17 +1544,14 @@ pub unsafe extern "C" fn nanprop_flag_tracer_pattern(
     out: *mut *mut nanprop_pattern,
 ) -> nanprop_status {
     guarded("nanprop_flag_tracer_pattern", || {
-        not_null(out, "out")?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = std::ptr::null_mut() };
+        reset_out(out)?;
         not_null(t, "tracer")?;
         // SAFETY: non-NULL, a live tracer.
         let p = unsafe { &*t }
             .inner
             .pattern()
             .ok_or_else(|| Error::invalid("nothing traced yet: observe a point first"))?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = Box::into_raw(Box::new(nanprop_pattern { inner: p.clone() })) };
+        give(out, nanprop_pattern { inner: p.clone() });
         Ok(())
     })
 }
@@ -1570,10 +1570,8 @@ pub unsafe extern "C" fn nanprop_flag_tracer_traces(t: *const nanprop_flag_trace
 /// Frees a flag tracer. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_flag_tracer_free(t: *mut nanprop_flag_tracer) {
-    if !t.is_null() {
-        // SAFETY: created by nanprop_flag_tracer_create, freed once by contract.
-        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(t) })));
-    }
+    // SAFETY: by this function's contract.
+    unsafe { free_boxed(t) }
 }
 
 fn session_mut<'a>(s: *mut nanprop_session) -> Result<&'a mut TraceSession> {
@@ -1602,21 +1600,19 @@ pub unsafe extern "C" fn nanprop_session_create(
     out: *mut *mut nanprop_session,
 ) -> nanprop_status {
     guarded("nanprop_session_create", || {
-        not_null(out, "out")?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = std::ptr::null_mut() };
+        reset_out(out)?;
         not_null(x0, "x0")?;
         crate::pattern::check_dims(m, n)?;
         let options = read_options(options)?;
         // SAFETY: non-NULL; by contract n values.
         let x0 = unsafe { std::slice::from_raw_parts(x0, n) };
         let session = TraceSession::new(n, m, x0, &options)?;
-        // SAFETY: checked non-NULL.
-        unsafe {
-            *out = Box::into_raw(Box::new(nanprop_session {
+        give(
+            out,
+            nanprop_session {
                 inner: Some(session),
-            }))
-        };
+            },
+        );
         Ok(())
     })
 }
@@ -1721,9 +1717,7 @@ pub unsafe extern "C" fn nanprop_session_finish(
     out: *mut *mut nanprop_pattern,
 ) -> nanprop_status {
     guarded("nanprop_session_finish", || {
-        not_null(out, "out")?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = std::ptr::null_mut() };
+        reset_out(out)?;
         not_null(s, "session")?;
         // SAFETY: non-NULL, a live session.
         let session = unsafe { &mut *s }
@@ -1731,8 +1725,7 @@ pub unsafe extern "C" fn nanprop_session_finish(
             .take()
             .ok_or_else(|| Error::invalid("the session is finished"))?;
         let pattern = session.finish()?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = Box::into_raw(Box::new(nanprop_pattern { inner: pattern })) };
+        give(out, nanprop_pattern { inner: pattern });
         Ok(())
     })
 }
@@ -1740,10 +1733,8 @@ pub unsafe extern "C" fn nanprop_session_finish(
 /// Frees a session. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_session_free(s: *mut nanprop_session) {
-    if !s.is_null() {
-        // SAFETY: created by nanprop_session_create, freed once by contract.
-        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(s) })));
-    }
+    // SAFETY: by this function's contract.
+    unsafe { free_boxed(s) }
 }
 
 /// Evaluations one Jacobian takes as a batch (`with_fx` nonzero: f(x) supplied); 0 for NULL.

@@ -5,26 +5,14 @@
 
 mod common;
 
-use common::{build, c_libraries, root};
+use common::{build, c_libraries, root, tool_available};
 use nanprop::loader::{Convention, IntKind, LoadedBlackBox};
 use nanprop::{trace, TraceOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn gfortran_available() -> bool {
-    let found = Command::new("gfortran")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-        assert!(
-            !ci,
-            "gfortran is missing, and CI requires the Fortran tests (.ci/run installs it)"
-        );
-        eprintln!("gfortran not found: Fortran tests skipped");
-    }
-    found
+    tool_available("gfortran", "the Fortran tests")
 }
 
 fn run(cmd: &mut Command) -> String {

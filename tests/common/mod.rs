@@ -97,3 +97,21 @@ pub fn build(src: &Path, exe: &Path, lib: &Path) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Whether `tool` runs (`tool --version`). Missing, it skips the calling test with a note,
+/// except under CI (CI set), where the test is required and a missing tool fails it.
+pub fn tool_available(tool: &str, why: &str) -> bool {
+    let found = Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+        assert!(
+            !ci,
+            "{tool} is missing, and CI requires {why} (.ci/run installs it)"
+        );
+        eprintln!("{tool} not found: {why} skipped");
+    }
+    found
+}
