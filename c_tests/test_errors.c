@@ -148,6 +148,9 @@ int main(void) {
     CHECK(nanprop_pattern_rows(NULL) == 0 && nanprop_pattern_cols(NULL) == 0);
     CHECK(nanprop_pattern_nnz(NULL) == 0 && nanprop_pattern_evaluations(NULL) == 0);
     CHECK(nanprop_pattern_unresolved(NULL) == 0 && nanprop_pattern_num_nonfinite_rows(NULL) == 0);
+    CHECK(error_mentions("nanprop_pattern_num_nonfinite_rows: pattern is NULL"));
+    CHECK(nanprop_jacobian_plan_num_colors(NULL) == 0);
+    CHECK(error_mentions("nanprop_jacobian_plan_num_colors: plan is NULL"));
     size_t rp[4], ci[9];
     CHECK_STATUS(nanprop_pattern_csr(NULL, rp, ci), NANPROP_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, x0, NULL, &p), NANPROP_OK);

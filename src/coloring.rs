@@ -242,13 +242,7 @@ impl<'a> Graph<'a> {
                     }
                 }
             }
-            let c = forbidden
-                .iter()
-                .position(|&s| s != stamp)
-                .unwrap_or(forbidden.len());
-            if c == forbidden.len() {
-                forbidden.push(u32::MAX);
-            }
+            let c = first_free(&mut forbidden, stamp);
             color[v] = c as u32;
             colors = colors.max(c + 1);
         }
@@ -333,13 +327,7 @@ impl<'a> Graph<'a> {
             for &c in &seen[v] {
                 forbidden[c as usize] = stamp;
             }
-            let c = forbidden
-                .iter()
-                .position(|&s| s != stamp)
-                .unwrap_or(forbidden.len());
-            if c == forbidden.len() {
-                forbidden.push(u32::MAX);
-            }
+            let c = first_free(&mut forbidden, stamp);
             color[v] = c as u32;
             colors = colors.max(c + 1);
             let c = c as u32;
@@ -396,6 +384,20 @@ impl<'a> Graph<'a> {
         }
         (colors, count)
     }
+}
+
+/// The smallest color `c` with `forbidden[c] != stamp` (not used by a neighbour of the vertex
+/// being colored, which marked its neighbours' colors with `stamp`); grows `forbidden` by one
+/// when every existing color is taken.
+fn first_free(forbidden: &mut Vec<u32>, stamp: u32) -> usize {
+    let c = forbidden
+        .iter()
+        .position(|&s| s != stamp)
+        .unwrap_or(forbidden.len());
+    if c == forbidden.len() {
+        forbidden.push(u32::MAX);
+    }
+    c
 }
 
 /// Integer-keyed priority queue with O(1) key changes by one: one vector (a stack) per key,

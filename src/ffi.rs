@@ -4,7 +4,8 @@
 //! Rules every entry point keeps: pointers are checked before use; a failure returns a status
 //! other than `NANPROP_OK` and leaves a message for `nanprop_last_error` (per thread); no Rust
 //! panic crosses the boundary (it becomes `NANPROP_ERR_INTERNAL`); outputs are written only on
-//! success, except `*out`, which is set to NULL first.
+//! success, except `*out`, which is set to NULL first. Accessors that return a count return 0
+//! for a NULL handle and leave the message too.
 //
 //! Safety contract of every `unsafe` function here: each pointer is NULL or valid for the number
 //! of elements its C documentation states, and a pattern pointer comes from this library and is
@@ -269,6 +270,8 @@ pub struct nanprop_session {
 /// `nanprop_loaded_close`. The library stays loaded while the handle lives.
 pub struct nanprop_loaded {
     inner: RefCell<LoadedBlackBox>,
+    /// The resolved symbol name, kept for `nanprop_loaded_symbol`.
+    symbol: CString,
 }
 
 thread_local! {
@@ -311,6 +314,15 @@ fn guarded(function: &str, body: impl FnOnce() -> Result<()>) -> nanprop_status 
             nanprop_status::NANPROP_ERR_INTERNAL
         }
     }
+}
+
+/// The value of a count accessor (which returns a size, not a status): 0 on error, with the
+/// message set for `nanprop_last_error`.
+fn count(function: &str, r: Result<usize>) -> usize {
+    r.unwrap_or_else(|e| {
+        set_last_error(&format!("{function}: {}", e.message));
+        0
+    })
 }
 
 fn not_null<T>(p: *const T, name: &str) -> Result<()> {
@@ -660,25 +672,28 @@ pub unsafe extern "C" fn nanprop_trace(
 /// Number of rows (outputs, m) of the pattern; 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_pattern_rows(p: *const nanprop_pattern) -> usize {
-    pattern_ref(p).map_or(0, |p| p.rows())
+    count("nanprop_pattern_rows", pattern_ref(p).map(|p| p.rows()))
 }
 
 /// Number of columns (inputs, n) of the pattern; 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_pattern_cols(p: *const nanprop_pattern) -> usize {
-    pattern_ref(p).map_or(0, |p| p.cols())
+    count("nanprop_pattern_cols", pattern_ref(p).map(|p| p.cols()))
 }
 
 /// Number of entries of the pattern; 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_pattern_nnz(p: *const nanprop_pattern) -> usize {
-    pattern_ref(p).map_or(0, |p| p.nnz())
+    count("nanprop_pattern_nnz", pattern_ref(p).map(|p| p.nnz()))
 }
 
 /// Calls of f made by the trace, the baseline included; 0 for NULL or a pattern not traced.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_pattern_evaluations(p: *const nanprop_pattern) -> usize {
-    pattern_ref(p).map_or(0, |p| p.report.evaluations)
+    count(
+        "nanprop_pattern_evaluations",
+        pattern_ref(p).map(|p| p.report.evaluations),
+    )
 }
 
 /// Calls of f spent on verification by finite perturbation (included in
@@ -687,21 +702,30 @@ pub unsafe extern "C" fn nanprop_pattern_evaluations(p: *const nanprop_pattern) 
 pub unsafe extern "C" fn nanprop_pattern_verification_evaluations(
     p: *const nanprop_pattern,
 ) -> usize {
-    pattern_ref(p).map_or(0, |p| p.report.verification_evaluations)
+    count(
+        "nanprop_pattern_verification_evaluations",
+        pattern_ref(p).map(|p| p.report.verification_evaluations),
+    )
 }
 
 /// Entries found by verification only (kind NANPROP_ENTRY_PERTURBATION): dependencies NaN
 /// tracing alone would have missed; 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_pattern_found_by_perturbation(p: *const nanprop_pattern) -> usize {
-    pattern_ref(p).map_or(0, |p| p.report.found_by_perturbation)
+    count(
+        "nanprop_pattern_found_by_perturbation",
+        pattern_ref(p).map(|p| p.report.found_by_perturbation),
+    )
 }
 
 /// Entries kept as possible dependencies because the evaluation budget ran out before they were
 /// resolved (kind NANPROP_ENTRY_UNRESOLVED); 0 when the trace completed, or for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_pattern_unresolved(p: *const nanprop_pattern) -> usize {
-    pattern_ref(p).map_or(0, |p| p.report.unresolved)
+    count(
+        "nanprop_pattern_unresolved",
+        pattern_ref(p).map(|p| p.report.unresolved),
+    )
 }
 
 /// Copies the pattern in CSR form, 0-based: `row_ptr` receives m + 1 offsets, `col_idx` nnz
@@ -767,7 +791,10 @@ pub unsafe extern "C" fn nanprop_pattern_entry_kinds(
 /// Number of outputs that were NaN or Inf at x0 (their rows are stored dense); 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_pattern_num_nonfinite_rows(p: *const nanprop_pattern) -> usize {
-    pattern_ref(p).map_or(0, |p| p.nonfinite_rows().len())
+    count(
+        "nanprop_pattern_num_nonfinite_rows",
+        pattern_ref(p).map(|p| p.nonfinite_rows().len()),
+    )
 }
 
 /// Copies the 0-based indices of the outputs that were NaN or Inf at x0, increasing, into
@@ -1082,13 +1109,22 @@ fn plan_mut<'a>(plan: *mut nanprop_jacobian_plan) -> Result<&'a mut JacobianPlan
     Ok(unsafe { &mut (*plan).inner })
 }
 
+fn plan_ref<'a>(plan: *const nanprop_jacobian_plan) -> Result<&'a JacobianPlan> {
+    not_null(plan, "plan")?;
+    // SAFETY: non-NULL, and by contract a live plan from this library.
+    Ok(unsafe { &(*plan).inner })
+}
+
 /// Number of colors of the plan's coloring (evaluations per forward Jacobian, less one when
 /// f(x) is supplied); 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_jacobian_plan_num_colors(
     plan: *const nanprop_jacobian_plan,
 ) -> usize {
-    plan_mut(plan as *mut _).map_or(0, |p| p.coloring().num_colors)
+    count(
+        "nanprop_jacobian_plan_num_colors",
+        plan_ref(plan).map(|p| p.coloring().num_colors),
+    )
 }
 
 /// Number of values `nanprop_jacobian_plan_evaluate` writes: nnz, or m * n for the dense
@@ -1097,7 +1133,10 @@ pub unsafe extern "C" fn nanprop_jacobian_plan_num_colors(
 pub unsafe extern "C" fn nanprop_jacobian_plan_values_len(
     plan: *const nanprop_jacobian_plan,
 ) -> usize {
-    plan_mut(plan as *mut _).map_or(0, |p| p.values_len())
+    count(
+        "nanprop_jacobian_plan_values_len",
+        plan_ref(plan).map(|p| p.values_len()),
+    )
 }
 
 /// Copies the plan's column colors (n entries, 0-based) into `colors`.
@@ -1109,7 +1148,7 @@ pub unsafe extern "C" fn nanprop_jacobian_plan_colors(
     colors: *mut usize,
 ) -> nanprop_status {
     guarded("nanprop_jacobian_plan_colors", || {
-        let plan = plan_mut(plan as *mut _)?;
+        let plan = plan_ref(plan)?;
         not_null(colors, "colors")?;
         let c = &plan.coloring().colors;
         // SAFETY: non-NULL; by contract n entries.
@@ -1264,10 +1303,13 @@ pub unsafe extern "C" fn nanprop_loaded_open(
             }
         };
         let loaded = LoadedBlackBox::open(&path, symbol, convention, n, m, int_kind)?;
+        // A symbol name from dlsym has no interior NUL.
+        let symbol = CString::new(loaded.symbol()).unwrap_or_default();
         give(
             out,
             nanprop_loaded {
                 inner: RefCell::new(loaded),
+                symbol,
             },
         );
         Ok(())
@@ -1277,17 +1319,8 @@ pub unsafe extern "C" fn nanprop_loaded_open(
 /// The symbol name that resolved (e.g. "beam_"), valid while the handle lives; "" for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_loaded_symbol(b: *const nanprop_loaded) -> *const c_char {
-    thread_local! {
-        static NAME: RefCell<CString> = RefCell::new(CString::default());
-    }
     match loaded_ref(b) {
-        Ok(b) => {
-            let name = CString::new(b.inner.borrow().symbol()).unwrap_or_default();
-            NAME.with(|n| {
-                *n.borrow_mut() = name;
-                n.borrow().as_ptr()
-            })
-        }
+        Ok(b) => b.symbol.as_ptr(),
         Err(_) => c"".as_ptr(),
     }
 }
@@ -1559,12 +1592,11 @@ pub unsafe extern "C" fn nanprop_flag_tracer_pattern(
 /// Distinct flag combinations traced so far; 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_flag_tracer_traces(t: *const nanprop_flag_tracer) -> usize {
-    if t.is_null() {
-        0
-    } else {
-        // SAFETY: non-NULL, a live tracer.
+    let traces = not_null(t, "flag tracer").map(|()| {
+        // SAFETY: non-NULL, by contract a live tracer.
         unsafe { &*t }.inner.traces()
-    }
+    });
+    count("nanprop_flag_tracer_traces", traces)
 }
 
 /// Frees a flag tracer. NULL is a no-op.
@@ -1698,11 +1730,11 @@ pub unsafe extern "C" fn nanprop_session_tell(
 /// Evaluations told so far, the baseline included; 0 for NULL or a finished session.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_session_evaluations(s: *const nanprop_session) -> usize {
-    if s.is_null() {
-        return 0;
-    }
-    // SAFETY: non-NULL, a live session.
-    unsafe { &*s }.inner.as_ref().map_or(0, |t| t.evaluations())
+    let told = not_null(s, "session").map(|()| {
+        // SAFETY: non-NULL, by contract a live session.
+        unsafe { &*s }.inner.as_ref().map_or(0, |t| t.evaluations())
+    });
+    count("nanprop_session_evaluations", told)
 }
 
 /// Ends the session and gives its pattern (free it with `nanprop_pattern_free`); whatever is
@@ -1743,7 +1775,10 @@ pub unsafe extern "C" fn nanprop_jacobian_plan_num_points(
     plan: *const nanprop_jacobian_plan,
     with_fx: c_int,
 ) -> usize {
-    plan_mut(plan as *mut _).map_or(0, |p| p.num_points(with_fx != 0))
+    count(
+        "nanprop_jacobian_plan_num_points",
+        plan_ref(plan).map(|p| p.num_points(with_fx != 0)),
+    )
 }
 
 /// Writes point k (0-based, below `nanprop_jacobian_plan_num_points`) of the Jacobian batch at

@@ -224,6 +224,21 @@ impl JacobianPlan {
         }
     }
 
+    /// Checks that f(x), held in `self.f0`, is finite in every row with entries: differences
+    /// from a non-finite base value carry no derivative.
+    fn check_f0(&self) -> Result<()> {
+        match (0..self.f0.len()).find(|&i| self.row_has_entry[i] && !self.f0[i].is_finite()) {
+            Some(i) => Err(Error::new(
+                ErrorKind::BaselineNotFinite,
+                format!(
+                    "f(x) has y[{i}] = {}: rows with entries must be finite",
+                    self.f0[i]
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The Jacobian at `x` into `values` ([`JacobianPlan::values_len`] of them, in the plan's
     /// layout). `fx`, if given, is f(x) and saves one evaluation of a forward Jacobian. Returns
     /// the number of evaluations made. Allocates nothing (except for an error message).
@@ -273,15 +288,7 @@ impl JacobianPlan {
                     evaluations += 1;
                 }
             }
-            if let Some(i) = (0..m).find(|&i| self.row_has_entry[i] && !self.f0[i].is_finite()) {
-                return Err(Error::new(
-                    ErrorKind::BaselineNotFinite,
-                    format!(
-                        "f(x) has y[{i}] = {}: rows with entries must be finite",
-                        self.f0[i]
-                    ),
-                ));
-            }
+            self.check_f0()?;
         }
         if self.options.layout == Layout::DenseColumnMajor {
             values.fill(0.0);
@@ -423,15 +430,7 @@ impl JacobianPlan {
                 )));
             }
             self.f0.copy_from_slice(f0);
-            if let Some(i) = (0..m).find(|&i| self.row_has_entry[i] && !self.f0[i].is_finite()) {
-                return Err(Error::new(
-                    ErrorKind::BaselineNotFinite,
-                    format!(
-                        "f(x) has y[{i}] = {}: rows with entries must be finite",
-                        self.f0[i]
-                    ),
-                ));
-            }
+            self.check_f0()?;
         }
         if self.options.layout == Layout::DenseColumnMajor {
             values.fill(0.0);
