@@ -1,6 +1,7 @@
 //! Prints the probes of each planner step for a few synthetic families (a development aid).
-use nanprop::synthetic::{self, Synthetic, Winner};
-use nanprop::{driver::GuardedEvaluator, TraceOptions, TraceSession};
+use nanprop::driver::guard::Guarded;
+use nanprop::testing::{self as synthetic, Synthetic, Winner};
+use nanprop::{TraceOptions, TraceSession};
 
 fn main() {
     let which: Vec<String> = std::env::args().skip(1).collect();
@@ -13,22 +14,8 @@ fn main() {
         "random" => synthetic::random_sparse(n, n, 5, 42),
         "arrow" => synthetic::arrowhead(n),
         "dense" => synthetic::dense(n, n),
-        "demo" => {
-            let x0 = nanprop::demo::demo_x0();
-            let mut f = nanprop::demo::demo_blackbox;
-            nanprop::trace(
-                &mut f,
-                nanprop::demo::DEMO_M,
-                &x0,
-                &TraceOptions {
-                    strategy: nanprop::Strategy::OneHot,
-                    ..Default::default()
-                },
-            )
-            .unwrap()
-        }
         "mid" => {
-            let mut rng = nanprop::synthetic::Rng::new(7);
+            let mut rng = nanprop::rng::Rng::new(7);
             let d: usize = which.get(2).and_then(|s| s.parse().ok()).unwrap_or(25);
             synthetic::from_rows(n / 2, n, |_, r| {
                 r.extend((0..n).filter(|_| rng.below(100) < d))
@@ -40,7 +27,7 @@ fn main() {
     let x0 = vec![1.0; n];
     let mut s = TraceSession::new(n, m, &x0, &TraceOptions::default()).unwrap();
     let mut f = Synthetic::new(&truth, Winner::Random, 1);
-    let mut ev = GuardedEvaluator::new(&x0, m).unwrap();
+    let mut ev = Guarded::new(n, m).unwrap();
     let mut steps = vec![];
     loop {
         let ks = s.ask().unwrap();
@@ -49,10 +36,10 @@ fn main() {
         }
         steps.push(ks.len());
         for k in ks {
-            let y = nanprop::driver::eval_request(&mut ev, &mut f, &s, k)
-                .unwrap()
-                .to_vec();
-            s.tell(k, &y).unwrap();
+            s.write_input(k, ev.input_mut());
+            ev.call(&mut f)
+                .expect("the synthetic black box keeps its contract");
+            s.tell(k, ev.output()).unwrap();
         }
     }
     let p = s.finish().unwrap();

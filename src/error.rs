@@ -16,6 +16,9 @@ pub enum ErrorKind {
     OutOfMemory,
     /// A bug in nanprop (a broken invariant or a caught panic).
     Internal,
+    /// The trace is not complete: evaluations it handed out (as files, to a batch scheduler)
+    /// have no outputs yet. Run it again when they do; its journal keeps what was done.
+    Waiting,
 }
 
 /// An error with its kind and a message that names the argument, probe or output involved.

@@ -1,21 +1,49 @@
 //! # nanprop
 //!
 //! Finds which outputs of a black-box function y = f(x) (x in R^n, y in R^m) can depend on which
-//! inputs, by evaluating f with inputs replaced by NaN and reading which outputs come back NaN.
-//! Inputs carry payload-tagged NaNs, so one evaluation can name the input that reached each
-//! output, and a planner chooses the probes so that sparse, local patterns need far fewer than
-//! n evaluations.
+//! inputs, by evaluating f with inputs replaced by NaN and reading which outputs come back NaN,
+//! then computes sparse Jacobians from that pattern with few evaluations.
 //!
-//! # Design
+//! # A tour of the design
 //!
-//! * [`codec`]: where an input id sits in a NaN's bits, and how an output's bits are read back
-//!   (measured payload behaviour, `shared/NAN_FACTS.md`).
-//! * [`probe`]: one evaluation's tagged inputs and what each output proves about them.
-//! * [`planner`]: strategies with an ask/tell shape; they never call f.
-//! * [`trace`]: a session around a planner (baseline, budget, result).
-//! * [`driver`]: runs the probes a session asks for, checking the black box's contract.
-//! * [`pattern`]: the CSR result, with a provenance for every entry.
-//! * [`ffi`]: the C ABI (`include/nanprop.h` is generated from it).
+//! **What a trace is.** f is evaluated at `x0` (the baseline), then at *probes*: `x0` with some
+//! inputs replaced by NaNs whose payloads carry the input's id ([`codec`]). An output that
+//! comes back NaN with an id proves that input reaches it; an output that comes back bit for bit
+//! equal to the baseline proves that no input of the probe reaches it, unless the NaN was
+//! absorbed, which verification by a finite step guards against ([`probe`], [`trace::session`]).
+//!
+//! **Planner, session, driver.** Three layers, each unaware of the one above:
+//!
+//! * a [`planner`] decides which inputs to tag together, step after step, from what earlier
+//!   probes proved. It never calls f and does no I/O: it hands out probes and takes outputs.
+//!   One-hot and chunked tracing are one planner ([`planner::chunked`]), payload tracing, coarse
+//!   to fine over blocks of inputs, the other ([`planner::refine`]);
+//! * a [`TraceSession`] wraps a planner with the baseline, verification, the evaluation budget
+//!   and the journal, as an ask/tell state machine of *requests* (a probe's NaN evaluation or
+//!   its verification). The C batch API (`nanprop_session_*`) is this object;
+//! * a [`driver`] runs the requests: **one loop** ([`driver::run`]) asks, writes inputs, hands
+//!   batches to an *executor* (serial, threads, forked processes, files for a batch scheduler),
+//!   checks the black box's contract ([`driver::guard`]), tells outputs, reports progress and
+//!   failures. [`trace()`] picks the executor the [`TraceOptions`] ask for, visits the points
+//!   (x0 and those sampled around it), keeps one journal for all, and unites the patterns.
+//!
+//! **The result** is a [`Pattern`] (CSR, with a kind for every entry saying how it was found,
+//! and a [`TraceReport`]). [`coloring`] colors its columns so that columns sharing no row share
+//! a color, and [`jacobian`] evaluates compressed finite differences from that coloring:
+//! problem, algorithm, result and decompression kept apart. [`loader`] makes a function in a
+//! shared library a [`BlackBox`]. [`ffi`] is the C ABI: conversions only.
+//!
+//! | where | what |
+//! |---|---|
+//! | [`codec`], [`probe`] | NaN payloads; what one evaluation proves |
+//! | [`planner`] | which inputs to tag together (ask/tell, no I/O) |
+//! | [`trace`] | options, the session, sampled points, the journal |
+//! | [`driver`] | the black box traits, the run loop, executors, the contract guard, entry points |
+//! | [`pattern`] | the CSR result, its builder, Matrix Market files, SVG pictures |
+//! | [`coloring`], [`jacobian`] | column coloring; compressed differences and plans |
+//! | [`loader`] | functions in shared libraries |
+//! | [`ffi`] | the C ABI (`include/nanprop.h` is generated from it) |
+//! | [`error`], [`fpenv`], [`rng`] | errors; the floating-point environment; a seeded generator |
 //!
 //! # Example
 //!
@@ -41,26 +69,23 @@
 
 pub mod codec;
 pub mod coloring;
-pub mod demo;
 pub mod driver;
 pub mod error;
 pub mod ffi;
 pub mod fpenv;
-pub mod isolate;
 pub mod jacobian;
-pub mod journal;
 pub mod loader;
-pub mod mtx;
-pub mod multipoint;
-pub mod parallel;
 pub mod pattern;
 pub mod planner;
 pub mod probe;
-pub mod svg;
-pub mod synthetic;
+pub mod rng;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod trace;
 
-pub use driver::{trace, trace_with_progress, BlackBox};
+pub use driver::{
+    trace, trace_points, trace_with_progress, BlackBox, Progress, SyncBlackBox, ThreadSafe,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use pattern::{EntryKind, Pattern, TraceReport};
 pub use trace::{NonFiniteBaseline, Strategy, TraceOptions, TraceSession};

@@ -95,13 +95,40 @@ pub struct LoadedBlackBox {
     m: usize,
     symbol: String,
     path: PathBuf,
+    /// What identifies the function for a journal (see [`LoadedBlackBox::open`]).
+    identity: String,
     _library: libloading::Library,
 }
 
-// SAFETY: the struct owns the library handle and a code pointer; moving it to another thread
-// is fine (whether the *function* is thread-safe is the caller's business, and nanprop calls it
-// from one thread at a time through &mut self).
+// SAFETY: the struct owns the library handle and a code pointer, and is never changed after
+// opening; moving it to another thread, or calling through `&self` from several, is as safe as
+// the loaded *function* is, which is the caller's declaration: nanprop calls it from one thread
+// at a time unless the caller asks for threads (`BlackBox::shared` returns None here; the C ABI
+// declares it for callers that set `threads`).
 unsafe impl Send for LoadedBlackBox {}
+// SAFETY: as above.
+unsafe impl Sync for LoadedBlackBox {}
+
+/// What identifies a loaded function for a journal: the library's canonical path, size and
+/// modification time (so a rebuilt library is another function), the symbol and how it is
+/// called.
+fn identity_of(path: &Path, symbol: &str, convention: Convention, int_kind: IntKind) -> String {
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let (size, modified) = std::fs::metadata(&canonical)
+        .map(|md| {
+            let t = md
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .unwrap_or_default();
+            (md.len(), t.as_nanos())
+        })
+        .unwrap_or_default();
+    format!(
+        "library {} (size {size}, modified {modified} ns after the epoch), symbol {symbol}, {convention:?} convention, INTEGER {int_kind:?}",
+        canonical.display()
+    )
+}
 
 /// The names tried for `symbol`, in order, without repeats.
 pub fn candidate_names(symbol: &str) -> Vec<String> {
@@ -184,7 +211,9 @@ impl LoadedBlackBox {
                 names.join(", ")
             ))
         })?;
+        let identity = identity_of(path, &resolved, convention, int_kind);
         Ok(LoadedBlackBox {
+            identity,
             function,
             convention,
             int_kind,
@@ -216,6 +245,18 @@ impl LoadedBlackBox {
 
 impl BlackBox for LoadedBlackBox {
     fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
+        self.call(x, y)
+    }
+    fn identity(&self) -> Option<String> {
+        Some(self.identity.clone())
+    }
+}
+
+impl LoadedBlackBox {
+    /// Calls the loaded function at `x` (n values) into `y` (m values): through `&self`, so a
+    /// handle can be shared (whether the function may run on several threads at once is the
+    /// caller's to know). A nonzero code (or a negative MINPACK iflag) is a failure.
+    pub fn call(&self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
         let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
         let f = self.function;
         // SAFETY (all arms): the symbol has the signature of `convention` (the caller's promise,

@@ -4,7 +4,8 @@
 mod common;
 
 use common::compiler;
-use nanprop::{coloring, mtx};
+use nanprop::coloring;
+use nanprop::pattern::mtx;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

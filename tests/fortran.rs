@@ -186,7 +186,7 @@ fn loader_mode_from_the_command_line() {
     ]));
     assert!(out.contains("nnz = 65,"), "{out}");
     let file = std::fs::File::open(&out_path).unwrap();
-    let p = nanprop::mtx::read_pattern(std::io::BufReader::new(file)).unwrap();
+    let p = nanprop::pattern::mtx::read_pattern(std::io::BufReader::new(file)).unwrap();
     assert_eq!(p.row(3), (3..10).collect::<Vec<u32>>());
     assert_eq!(p.row(10).len(), 10);
     let _ = std::fs::remove_dir_all(&dir);

@@ -4,8 +4,9 @@
 //! internal error) or a crash. Seeded, so a failure reproduces.
 
 use nanprop::ffi::*;
-use nanprop::mtx;
-use nanprop::synthetic::{self, Rng};
+use nanprop::pattern::mtx;
+use nanprop::rng::Rng;
+use nanprop::testing as synthetic;
 use std::ffi::c_void;
 
 const ROUNDS: usize = 3000;

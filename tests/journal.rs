@@ -1,8 +1,7 @@
 //! Journals: a trace that dies resumes without evaluating again what it had; a torn last record
 //! is dropped; a journal of another trace, or a damaged one, is refused.
 
-use nanprop::parallel::trace_processes;
-use nanprop::synthetic;
+use nanprop::testing as synthetic;
 use nanprop::{trace, ErrorKind, Pattern, TraceOptions};
 use std::cell::Cell;
 use std::path::PathBuf;
@@ -160,7 +159,7 @@ fn foreign_and_damaged_journals_are_refused() {
     assert!(e.message.contains("n = 30"), "{}", e.message);
     // A byte flipped inside the first record (not the last): damage, not a torn write.
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes[36 + 30] ^= 0xFF;
+    bytes[nanprop::trace::journal::HEADER + 30] ^= 0xFF;
     std::fs::write(&path, &bytes).unwrap();
     let e = trace(
         &mut model(&truth, &Cell::new(0), None),
@@ -206,11 +205,15 @@ fn parallel_drivers_resume_from_the_journal_too() {
         }
         model(&truth, &Cell::new(0), None)(x, y)
     };
-    let e = trace_processes(&mut crashing, 60, &x0, &options, 3).unwrap_err();
+    let forked = TraceOptions {
+        processes: 3,
+        ..options.clone()
+    };
+    let e = trace(&mut crashing, 60, &x0, &forked).unwrap_err();
     assert!(e.message.contains("SIGABRT"), "{}", e.message);
     let done_before = std::fs::metadata(&path).unwrap().len();
     assert!(
-        done_before > 36,
+        done_before > nanprop::trace::journal::HEADER as u64,
         "evaluations before the crash are in the journal"
     );
     let calls = Cell::new(0);

@@ -1,6 +1,8 @@
 //! Tracing at several points: caller-given, sampled around x0, and on new flag values.
 
-use nanprop::multipoint::{sample_points, trace_points, FlagTracer};
+use nanprop::driver::flags::FlagTracer;
+use nanprop::trace::points::sample_points;
+use nanprop::trace_points;
 use nanprop::{trace, Pattern, Strategy, TraceOptions};
 
 /// One-hot tracing: exact per point. (With several inputs in one probe, a NaN in the branch

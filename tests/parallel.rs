@@ -1,8 +1,7 @@
 //! The parallel drivers give exactly the serial driver's result, whatever the worker count.
 
-use nanprop::parallel::{trace_processes, trace_threads};
-use nanprop::synthetic;
-use nanprop::{trace, ErrorKind, Pattern, Strategy, TraceOptions};
+use nanprop::testing as synthetic;
+use nanprop::{trace, ErrorKind, Pattern, Strategy, ThreadSafe, TraceOptions};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// y_i = 1 + sum over the row of (1 + j/1000) x_j: every dependency propagates NaN. Pure, so
@@ -17,6 +16,14 @@ fn model(p: &Pattern) -> impl Fn(&[f64], &mut [f64]) -> Result<(), i32> + Sync +
                     .sum::<f64>();
         }
         Ok(())
+    }
+}
+
+/// `options` with evaluations in `workers` forked processes.
+fn processes(options: &TraceOptions, workers: usize) -> TraceOptions {
+    TraceOptions {
+        processes: workers,
+        ..options.clone()
     }
 }
 
@@ -47,7 +54,11 @@ fn threads_match_the_serial_driver() {
             .unwrap();
             assert_eq!(serial.col_idx(), truth.col_idx());
             for threads in [1, 2, 4] {
-                let p = trace_threads(&f, truth.rows(), &x0, &opts, threads).unwrap();
+                let threaded = TraceOptions {
+                    threads,
+                    ..opts.clone()
+                };
+                let p = trace(&mut ThreadSafe(&f), truth.rows(), &x0, &threaded).unwrap();
                 assert_eq!(
                     (p.row_ptr(), p.col_idx()),
                     (serial.row_ptr(), serial.col_idx()),
@@ -68,7 +79,7 @@ fn processes_match_the_serial_driver() {
         let mut g = |x: &[f64], y: &mut [f64]| f(x, y);
         let serial = trace(&mut g, truth.rows(), &x0, &opts).unwrap();
         for workers in [2, 3] {
-            let p = trace_processes(&mut g, truth.rows(), &x0, &opts, workers).unwrap();
+            let p = trace(&mut g, truth.rows(), &x0, &processes(&opts, workers)).unwrap();
             assert_eq!(
                 (p.row_ptr(), p.col_idx()),
                 (serial.row_ptr(), serial.col_idx()),
@@ -88,7 +99,13 @@ fn process_workers_do_not_share_state_and_failures_are_named() {
         Ok(())
     };
     let x0 = [1.0; 12];
-    let p = trace_processes(&mut counting, 12, &x0, &TraceOptions::default(), 3).unwrap();
+    let p = trace(
+        &mut counting,
+        12,
+        &x0,
+        &processes(&TraceOptions::default(), 3),
+    )
+    .unwrap();
     assert_eq!(p.nnz(), 12);
     assert_eq!(
         CALLS.load(Ordering::SeqCst),
@@ -108,7 +125,7 @@ fn process_workers_do_not_share_state_and_failures_are_named() {
         strategy: Strategy::OneHot,
         ..Default::default()
     };
-    let e = trace_processes(&mut crashes, 12, &x0, &opts, 3).unwrap_err();
+    let e = trace(&mut crashes, 12, &x0, &processes(&opts, 3)).unwrap_err();
     assert_eq!(e.kind, ErrorKind::BlackBox);
     assert!(
         e.message.contains("SIGSEGV") && e.message.contains("input 5"),
@@ -120,6 +137,6 @@ fn process_workers_do_not_share_state_and_failures_are_named() {
         y[..11].copy_from_slice(&x[..11]);
         Ok(())
     };
-    let e = trace_processes(&mut skips, 12, &x0, &opts, 2).unwrap_err();
+    let e = trace(&mut skips, 12, &x0, &processes(&opts, 2)).unwrap_err();
     assert!(e.message.contains("did not write y[11]"), "{}", e.message);
 }

@@ -2,7 +2,8 @@
 //! policy: one-hot and payload must return the exact pattern, chunked a superset that is exact
 //! where its chunks match the structure.
 
-use nanprop::synthetic::{self, Rng, Synthetic, Winner};
+use nanprop::rng::Rng;
+use nanprop::testing::{self as synthetic, Synthetic, Winner};
 use nanprop::{trace, EntryKind, Pattern, Strategy, TraceOptions};
 
 const WINNERS: [Winner; 4] = [
@@ -342,7 +343,7 @@ fn payload_steps_are_batches_of_independent_probes() {
     let x0 = vec![0.3; n];
     let mut s = TraceSession::new(n, n, &x0, &TraceOptions::default()).unwrap();
     let mut f = Synthetic::new(&truth, Winner::Random, 11);
-    let mut ev = nanprop::driver::GuardedEvaluator::new(&x0, n).unwrap();
+    let mut ev = nanprop::driver::guard::Guarded::new(n, n).unwrap();
     let mut largest_batch = 0;
     loop {
         let mut ks = s.ask().unwrap();
@@ -352,10 +353,9 @@ fn payload_steps_are_batches_of_independent_probes() {
         largest_batch = largest_batch.max(ks.len());
         ks.reverse();
         for k in ks {
-            let y = nanprop::driver::eval_request(&mut ev, &mut f, &s, k)
-                .unwrap()
-                .to_vec();
-            s.tell(k, &y).unwrap();
+            s.write_input(k, ev.input_mut());
+            ev.call(&mut f).unwrap();
+            s.tell(k, ev.output()).unwrap();
         }
     }
     let p = s.finish().unwrap();

@@ -2,7 +2,7 @@
 //! NAN_FACTS §3. NaN tracing alone misses each dependency; verification finds it and reports it
 //! as found by perturbation. Zeros that hold on a whole neighbourhood of x0 stay zeros.
 
-use nanprop::synthetic::{self, Synthetic, Winner};
+use nanprop::testing::{self as synthetic, Synthetic, Winner};
 use nanprop::{trace, EntryKind, Pattern, Strategy, TraceOptions};
 
 fn traced(

@@ -1,7 +1,7 @@
 //! Benchmark program: evaluations, library time and peak memory of each strategy on synthetic
 //! pattern families. Prints Markdown tables (the README's tables come from here).
 //!
-//! `cargo run --release --bin nanprop-bench` runs the full set; `-- --quick` the small sizes;
+//! `cargo run --release --features testing --bin nanprop-bench` runs the full set; `-- --quick` the small sizes;
 //! `-- --only TEXT` the cases whose family name and n contain TEXT (e.g. `"tridiagonal 1000000"`);
 //! `-- --parallel` only the parallel drivers' wall times; `-- --coloring` only the
 //! column-coloring comparison with ColPack (built from
@@ -12,7 +12,7 @@
 //! what was allocated before it started (the true pattern and the point x0), counted by a
 //! global allocator wrapper.
 
-use nanprop::synthetic::{self, Synthetic, Winner};
+use nanprop::testing::{self as synthetic, Synthetic, Winner};
 use nanprop::{trace, Pattern, Strategy, TraceOptions};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -359,7 +359,7 @@ fn coloring_table() {
 /// Wall time of serial, threaded and process-pool tracing of a black box that sleeps 10 ms per
 /// evaluation, as an expensive legacy code would (CPU idle, so workers overlap on 2 cores).
 fn parallel_table() {
-    use nanprop::parallel::{trace_processes, trace_threads};
+    use nanprop::ThreadSafe;
     use std::time::Duration;
     println!("\n### Parallel evaluation: a black box that sleeps 10 ms per evaluation\n");
     println!(
@@ -413,19 +413,21 @@ fn parallel_table() {
         row("serial", base);
         for threads in [1, 2, 4] {
             let start = Instant::now();
-            let p = trace_threads(&model, m, &x0, &options, threads).expect("threads");
+            let threaded = TraceOptions {
+                threads,
+                ..options.clone()
+            };
+            let p = trace(&mut ThreadSafe(&model), m, &x0, &threaded).expect("threads");
             assert_eq!(p.col_idx(), serial.col_idx());
             row(&format!("{threads} threads"), start.elapsed().as_secs_f64());
         }
         let start = Instant::now();
-        let p = trace_processes(
-            &mut |x: &[f64], y: &mut [f64]| model(x, y),
-            m,
-            &x0,
-            &options,
-            2,
-        )
-        .expect("processes");
+        let forked = TraceOptions {
+            processes: 2,
+            ..options.clone()
+        };
+        let p =
+            trace(&mut |x: &[f64], y: &mut [f64]| model(x, y), m, &x0, &forked).expect("processes");
         assert_eq!(p.col_idx(), serial.col_idx());
         row("2 processes", start.elapsed().as_secs_f64());
         eprintln!("parallel: {name} done");

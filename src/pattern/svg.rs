@@ -101,7 +101,7 @@ pub fn spy_and_compressed(p: &Pattern, colors: &[u32], num_colors: usize) -> Str
 mod tests {
     use super::*;
     use crate::coloring::{color, ColoringOptions};
-    use crate::synthetic;
+    use crate::testing as synthetic;
 
     #[test]
     fn draws_every_entry_of_a_small_pattern_and_bounds_large_ones() {

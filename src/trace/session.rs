@@ -41,83 +41,14 @@
 //! A probe whose verification did not fit in the budget is not used at all.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::journal::{Fnv, Journal};
 use crate::pattern::{check_dims, EntryKind, Pattern, PatternBuilder, TraceReport};
 use crate::planner::{chunked::Chunked, refine::Refine, Planner};
 use crate::probe::Probe;
+use crate::trace::journal::{self, Fnv, Journal, RequestKey};
+use crate::trace::options::{NonFiniteBaseline, Strategy, TraceOptions};
 use bitvec::prelude::*;
 use std::borrow::Cow;
 use std::collections::HashMap;
-
-/// Which planner traces the pattern.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Strategy {
-    /// One input per probe: n probes after the baseline (the paper's method).
-    OneHot,
-    /// [`TraceOptions::chunk_size`] adjacent inputs per probe; a changed output marks the whole
-    /// chunk (conservative).
-    Chunked,
-    /// Payload-tagged probes, coarse to fine (see [`crate::planner::refine`]).
-    #[default]
-    Payload,
-}
-
-/// What to do with outputs that are NaN or Inf at `x0`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum NonFiniteBaseline {
-    /// Report them ([`Pattern::nonfinite_rows`]) and store their rows dense.
-    #[default]
-    MarkDense,
-    /// Fail with [`ErrorKind::BaselineNotFinite`].
-    Error,
-}
-
-/// Options of a trace.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TraceOptions {
-    /// The planner.
-    pub strategy: Strategy,
-    /// Inputs per probe for [`Strategy::Chunked`] (at least 1).
-    pub chunk_size: usize,
-    /// Most evaluations of the black box, the baseline included; 0 means no limit.
-    pub max_evaluations: usize,
-    /// Outputs not finite at `x0`.
-    pub nonfinite_baseline: NonFiniteBaseline,
-    /// Verify every probe by a finite perturbation (see the module docs). Default on.
-    pub verify: bool,
-    /// Relative size of the verification step (default 1e-3).
-    pub verify_step: f64,
-    /// An output counts as changed (by a NaN probe or by the verification step) only when it
-    /// moves by more than `verify_tolerance * max(|y|, 1)` or stops being finite; 0 (default)
-    /// means any change of its bits. For codes whose results jitter (value-dependent iteration
-    /// counts, reductions in varying order).
-    pub verify_tolerance: f64,
-    /// Run every evaluation in a forked worker process ([`crate::isolate`]): a crash, abort,
-    /// `exit()` or hang becomes an error naming it, and the caller survives. Default off.
-    pub isolate: bool,
-    /// With `isolate`: the longest one evaluation may take (None: no limit).
-    pub timeout: Option<std::time::Duration>,
-    /// Keep every evaluation in this journal file as it completes, and resume from it: requests
-    /// it already holds are not evaluated again ([`crate::journal`]). None: no journal.
-    pub journal: Option<std::path::PathBuf>,
-}
-
-impl Default for TraceOptions {
-    fn default() -> Self {
-        TraceOptions {
-            strategy: Strategy::Payload,
-            chunk_size: 8,
-            max_evaluations: 0,
-            nonfinite_baseline: NonFiniteBaseline::MarkDense,
-            verify: true,
-            verify_step: 1e-3,
-            verify_tolerance: 0.0,
-            isolate: false,
-            timeout: None,
-            journal: None,
-        }
-    }
-}
 
 /// What an evaluation request asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,14 +93,40 @@ pub struct TraceSession {
     report: TraceReport,
     /// Steps started (0: the baseline), the key of journal records.
     step: u64,
+    /// Which point of a multi-point trace this session traces (journal keys).
+    point: u64,
+    /// With a journal: the fingerprint of x0, recorded with every request.
+    point_fp: u64,
     journal: Option<Journal>,
+    replayed: usize,
 }
 
 impl TraceSession {
-    /// A session for f: R^n -> R^m at `x0`. Errors: n or m zero or above `u32::MAX`,
-    /// `x0.len() != n`, a NaN or Inf in `x0`, `chunk_size == 0`, a verification step that is
-    /// not finite and positive, a negative tolerance.
+    /// A session for f: R^n -> R^m at `x0`, with its own journal when the options name one
+    /// (identified by `options.function_id` only: nanprop does not see the function).
+    /// Errors: n or m zero or above `u32::MAX`, `x0.len() != n`, a NaN or Inf in `x0`, bad
+    /// options ([`TraceOptions::validate`]), a journal that cannot be opened or belongs to
+    /// another trace.
     pub fn new(n: usize, m: usize, x0: &[f64], options: &TraceOptions) -> Result<Self> {
+        options.validate()?;
+        let journal = match &options.journal {
+            None => None,
+            Some(path) => Some(open_journal(path, n, m, options, None)?),
+        };
+        Self::at_point(n, m, x0, options, journal, 0)
+    }
+
+    /// A session at point number `point` of a trace, replaying and appending to `journal`
+    /// (which [`TraceSession::take_journal`] hands back for the next point). The
+    /// options are validated by the caller.
+    pub(crate) fn at_point(
+        n: usize,
+        m: usize,
+        x0: &[f64],
+        options: &TraceOptions,
+        journal: Option<Journal>,
+        point: u64,
+    ) -> Result<Self> {
         check_dims(m, n)?;
         if x0.len() != n {
             return Err(Error::invalid(format!(
@@ -183,33 +140,16 @@ impl TraceSession {
                 x0[j]
             )));
         }
-        if options.strategy == Strategy::Chunked && options.chunk_size == 0 {
-            return Err(Error::invalid("chunk_size must be at least 1"));
-        }
-        if options.verify && !(options.verify_step.is_finite() && options.verify_step > 0.0) {
-            return Err(Error::invalid(format!(
-                "verify_step = {} must be finite and positive",
-                options.verify_step
-            )));
-        }
-        if options.verify_tolerance.is_nan() || options.verify_tolerance < 0.0 {
-            return Err(Error::invalid(format!(
-                "verify_tolerance = {} must be at least 0",
-                options.verify_tolerance
-            )));
-        }
-        let journal = match &options.journal {
-            None => None,
-            Some(path) => Some(Journal::open(
-                path,
-                n,
-                m,
-                Self::fingerprint(n, m, x0, options),
-            )?),
+        let point_fp = match journal {
+            Some(_) => journal::point_fingerprint(x0),
+            None => 0,
         };
         Ok(TraceSession {
             step: 0,
+            point,
+            point_fp,
             journal,
+            replayed: 0,
             n,
             m,
             x0: x0.to_vec(),
@@ -224,25 +164,24 @@ impl TraceSession {
         })
     }
 
-    /// What a journal must match: sizes, the point, and every option that shapes the requests.
-    fn fingerprint(n: usize, m: usize, x0: &[f64], o: &TraceOptions) -> u64 {
-        let mut h = Fnv::new().u64(n as u64).u64(m as u64);
-        for v in x0 {
-            h = h.u64(v.to_bits());
+    /// Where request `id` of the current step sits in the trace (for journals and for
+    /// executors that name their work, such as files for a batch scheduler).
+    pub fn key(&self, id: usize) -> RequestKey {
+        RequestKey {
+            point: self.point,
+            step: self.step,
+            request: id as u64,
         }
-        let strategy = match o.strategy {
-            Strategy::OneHot => 1,
-            Strategy::Chunked => 2,
-            Strategy::Payload => 3,
-        };
-        let nonfinite = u64::from(o.nonfinite_baseline == NonFiniteBaseline::Error);
-        h.u64(strategy)
-            .u64(o.chunk_size as u64)
-            .u64(nonfinite)
-            .u64(u64::from(o.verify))
-            .u64(o.verify_step.to_bits())
-            .u64(o.verify_tolerance.to_bits())
-            .finish()
+    }
+
+    /// Request `id` in words, for error messages: "the probe tagging ..." or "the verification
+    /// of the probe tagging ...".
+    pub fn describe(&self, id: usize) -> String {
+        let r = self.request(id);
+        match r.kind {
+            RequestKind::Finite => format!("the verification of {}", r.probe.describe()),
+            _ => r.probe.describe(),
+        }
     }
 
     /// What a journal record of request `id` must match: its kind and its probe's inputs.
@@ -288,16 +227,16 @@ impl TraceSession {
             }
             // Answer what the journal holds; return the rest (or go on to the next step).
             let mut rest = Vec::new();
+            let mut y = vec![0.0; self.m];
             for id in ids {
-                let fp = self.request_fingerprint(id);
-                let recorded = self
-                    .journal
-                    .as_mut()
-                    .expect("journal")
-                    .replay(self.step, id as u64, fp)?;
-                match recorded {
-                    Some(y) => self.tell_inner(id, &y)?,
-                    None => rest.push(id),
+                let (key, fp) = (self.key(id), self.request_fingerprint(id));
+                let point_fp = self.point_fp;
+                let journal = self.journal.as_mut().expect("journal");
+                if journal.replay(key, point_fp, fp, &mut y)? {
+                    self.replayed += 1;
+                    self.tell_inner(id, &y)?;
+                } else {
+                    rest.push(id);
                 }
             }
             if !rest.is_empty() {
@@ -457,9 +396,11 @@ impl TraceSession {
                 self.m
             )));
         }
-        let (fp, step) = (self.request_fingerprint(id), self.step);
-        if let Some(journal) = &mut self.journal {
-            journal.append(step, id as u64, fp, y)?;
+        if self.journal.is_some() {
+            let (key, fp, point_fp) = (self.key(id), self.request_fingerprint(id), self.point_fp);
+            if let Some(journal) = &mut self.journal {
+                journal.append(key, point_fp, fp, y)?;
+            }
         }
         self.tell_inner(id, y)
     }
@@ -562,6 +503,12 @@ impl TraceSession {
         self.report.evaluations
     }
 
+    /// Takes the journal out of the session (to hand it to the next point of a trace, or to
+    /// keep it after a failure); the session then records nothing more.
+    pub(crate) fn take_journal(&mut self) -> Option<Journal> {
+        self.journal.take()
+    }
+
     /// The pattern: every dependency proven, plus whatever is unresolved (kept as possible
     /// dependencies and counted in [`TraceReport::unresolved`]). Errors: the baseline was never
     /// told; an allocation failed.
@@ -580,13 +527,33 @@ impl TraceSession {
             .iter()
             .filter(|&&k| k == EntryKind::Perturbation)
             .count();
-        let replayed = self.journal.as_ref().map_or(0, Journal::replayed);
         pattern.report = TraceReport {
             unresolved,
             found_by_perturbation,
-            replayed,
+            replayed: self.replayed,
             ..self.report
         };
         Ok(pattern)
     }
+}
+
+/// Opens the journal a trace's options name, for a function described by `identity` (when the
+/// black box knows itself) and the options' `function_id`.
+pub(crate) fn open_journal(
+    path: &std::path::Path,
+    n: usize,
+    m: usize,
+    options: &TraceOptions,
+    identity: Option<&str>,
+) -> Result<Journal> {
+    let id = options.function_id.as_deref();
+    let function = journal::function_fingerprint(identity, id);
+    let described = identity.or(id);
+    Journal::open(
+        path,
+        n,
+        m,
+        journal::options_fingerprint(options),
+        (function, described),
+    )
 }

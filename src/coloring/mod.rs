@@ -37,7 +37,7 @@
 //! a coloring is [`check`]; using it is [`crate::jacobian`].
 
 use crate::pattern::{Pattern, Transposed};
-use crate::synthetic::Rng;
+use crate::rng::Rng;
 
 /// A vertex order for greedy coloring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -542,7 +542,7 @@ pub fn color(p: &Pattern, options: &ColoringOptions) -> Coloring {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::synthetic;
+    use crate::testing as synthetic;
 
     fn all_strategies() -> Vec<ColoringOptions> {
         let mut v: Vec<ColoringOptions> = Order::all(3)

@@ -142,7 +142,7 @@ pub fn read_pattern(r: impl BufRead) -> Result<Pattern> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::synthetic;
+    use crate::testing as synthetic;
 
     #[test]
     fn round_trip() {

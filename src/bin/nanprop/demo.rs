@@ -1,4 +1,5 @@
-//! The built-in demo black box and the character picture of a pattern.
+//! `nanprop demo`: the built-in demo black box, traced, colored and differentiated, with the
+//! character picture of its pattern.
 //!
 //! The demo is a small structural model of a tapered cantilever wing box, written the way legacy
 //! engineering code is: 10 span stations, inputs are the skin thickness `t_k` (k = 0..9) and the
@@ -7,6 +8,13 @@
 //! outboard of it, so stress k depends on q_k..q_9 and on t_k), the margin against yield of the
 //! root (uses the yield stress), the local panel buckling of each station (thickness of the
 //! station and its neighbours), and the total skin weight (all thicknesses).
+
+use crate::args::{strategy, StrategyArg};
+use crate::Failure;
+use nanprop::coloring::lower_bound;
+use nanprop::jacobian::{JacobianOptions, JacobianPlan};
+use nanprop::{trace, TraceOptions};
+use std::time::Instant;
 
 /// Inputs of the demo black box.
 pub const DEMO_N: usize = 21;
@@ -52,7 +60,7 @@ pub fn demo_blackbox(x: &[f64], y: &mut [f64]) -> Result<(), i32> {
 /// The column-compressed view of a pattern under a coloring (the paper's Figure 3): one line per
 /// row, one character per color, naming the column of that color the row holds (`0-9a-z`, then
 /// `*`), or `.` for none.
-pub fn compressed_picture(p: &crate::Pattern, colors: &[u32], num_colors: usize) -> String {
+pub fn compressed_picture(p: &nanprop::Pattern, colors: &[u32], num_colors: usize) -> String {
     const NAMES: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
     let mut s = String::new();
     for i in 0..p.rows() {
@@ -68,13 +76,13 @@ pub fn compressed_picture(p: &crate::Pattern, colors: &[u32], num_colors: usize)
 
 /// A character picture of a pattern: one line per row, `#` for an entry, `.` for none,
 /// `?` for an entry that is not proven (chunk, unresolved or non-finite row).
-pub fn picture(p: &crate::Pattern) -> String {
+pub fn picture(p: &nanprop::Pattern) -> String {
     let mut s = String::new();
     for i in 0..p.rows() {
         let mut line = vec!['.'; p.cols()];
         let start = p.row_ptr()[i];
         for (k, &j) in p.row(i).iter().enumerate() {
-            line[j as usize] = if p.kinds()[start + k] == crate::EntryKind::Traced {
+            line[j as usize] = if p.kinds()[start + k] == nanprop::EntryKind::Traced {
                 '#'
             } else {
                 '?'
@@ -84,4 +92,60 @@ pub fn picture(p: &crate::Pattern) -> String {
         s.push('\n');
     }
     s
+}
+
+pub(crate) fn run(s: StrategyArg) -> Result<(), Failure> {
+    let x0 = demo_x0();
+    let options = TraceOptions {
+        strategy: strategy(s),
+        ..TraceOptions::default()
+    };
+    let start = Instant::now();
+    let mut f = demo_blackbox;
+    let p = trace(&mut f, DEMO_M, &x0, &options).map_err(|e| e.to_string())?;
+    let elapsed = start.elapsed();
+    println!(
+        "nanprop demo: cantilever wing-box model, strategy {:?}",
+        strategy(s)
+    );
+    println!("inputs 0-9 skin thickness, 10-19 station loads, 20 yield stress");
+    println!("outputs 0-9 bending stress, 10 root margin, 11-20 panel buckling, 21 weight\n");
+    print!("{}", picture(&p));
+    println!(
+        "\nn = {}, m = {}, nnz = {}, evaluations = {} ({} of them verification; one-hot: {}, {} verified),",
+        p.cols(),
+        p.rows(),
+        p.nnz(),
+        p.report.evaluations,
+        p.report.verification_evaluations,
+        p.cols() + 1,
+        2 * p.cols() + 1,
+    );
+    println!(
+        "unresolved = {}, found by perturbation = {}, time = {:.2} ms",
+        p.report.unresolved,
+        p.report.found_by_perturbation,
+        elapsed.as_secs_f64() * 1e3
+    );
+    // The point of the pattern: a cheaper Jacobian.
+    let mut plan = JacobianPlan::new(&p, &JacobianOptions::default()).map_err(|e| e.to_string())?;
+    let c = plan.coloring().clone();
+    println!(
+        "\ncolumn coloring: {} colors (lower bound {}, order {}); compressed view, one column per color,",
+        c.num_colors,
+        lower_bound(&p),
+        c.order.name()
+    );
+    println!("each cell naming the input (0-9, a-k) it holds:\n");
+    print!("{}", compressed_picture(&p, &c.colors, c.num_colors));
+    let mut values = vec![0.0; plan.values_len()];
+    let evaluations = plan
+        .evaluate(&mut f, &x0, None, &mut values)
+        .map_err(|e| e.to_string())?;
+    println!(
+        "\nforward-difference Jacobian: {evaluations} evaluations instead of {} (speedup n/chi = {:.2})",
+        p.cols() + 1,
+        p.cols() as f64 / c.num_colors as f64
+    );
+    Ok(())
 }

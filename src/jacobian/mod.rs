@@ -25,7 +25,8 @@
 //! column group, never a NaN in the Jacobian.
 
 use crate::coloring::{self, Coloring, ColoringOptions};
-use crate::driver::{BlackBox, GuardedEvaluator};
+use crate::driver::guard::Guarded;
+use crate::driver::BlackBox;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pattern::Pattern;
 
@@ -97,7 +98,7 @@ pub struct JacobianPlan {
     /// Rows holding at least one entry (they must stay finite).
     row_has_entry: Vec<bool>,
     values_len: usize,
-    evaluator: GuardedEvaluator,
+    evaluator: Guarded,
     f0: Vec<f64>,
     step_plus: Vec<f64>,
     step_minus: Vec<f64>,
@@ -178,7 +179,7 @@ impl JacobianPlan {
             entry_out,
             row_has_entry,
             values_len,
-            evaluator: GuardedEvaluator::new(&vec![0.0; n], m)?,
+            evaluator: Guarded::new(n, m)?,
             f0: vec![0.0; m],
             step_plus: vec![0.0; n],
             step_minus: vec![0.0; n],
@@ -271,15 +272,17 @@ impl JacobianPlan {
             }
         }
         self.prepare_steps(x)?;
-        self.evaluator.set_point(x);
+        self.evaluator.input_mut().copy_from_slice(x);
         let mut evaluations = 0;
         let forward = self.options.difference == Difference::Forward;
         if forward {
             match fx {
                 Some(fx) => self.f0.copy_from_slice(fx),
                 None => {
-                    let y = self.evaluator.eval_shifted(
+                    let y = shifted(
+                        &mut self.evaluator,
                         f,
+                        x,
                         &[],
                         |_| 0.0,
                         || "the evaluation at x".to_string(),
@@ -305,9 +308,14 @@ impl JacobianPlan {
                 )
             };
             let (sp, sm) = (&self.step_plus, &self.step_minus);
-            let y = self
-                .evaluator
-                .eval_shifted(f, cols, |j| x[j] + sp[j], || describe("+h"))?;
+            let y = shifted(
+                &mut self.evaluator,
+                f,
+                x,
+                cols,
+                |j| x[j] + sp[j],
+                || describe("+h"),
+            )?;
             evaluations += 1;
             for e in entries.clone() {
                 let i = self.entry_row[e] as usize;
@@ -328,9 +336,14 @@ impl JacobianPlan {
                 };
             }
             if !forward {
-                let y =
-                    self.evaluator
-                        .eval_shifted(f, cols, |j| x[j] - sm[j], || describe("-h"))?;
+                let y = shifted(
+                    &mut self.evaluator,
+                    f,
+                    x,
+                    cols,
+                    |j| x[j] - sm[j],
+                    || describe("-h"),
+                )?;
                 evaluations += 1;
                 for e in entries {
                     let (i, j, out) = (
@@ -494,6 +507,34 @@ impl JacobianPlan {
         }
         Ok(())
     }
+}
+
+/// Evaluates f at `x` with the columns `cols` moved to `value(j)` (the evaluator's input holds
+/// `x`, and holds it again on return); a failure becomes an error naming `what`.
+fn shifted<'a>(
+    ev: &'a mut Guarded,
+    f: &mut dyn BlackBox,
+    x: &[f64],
+    cols: &[u32],
+    value: impl Fn(usize) -> f64,
+    what: impl Fn() -> String,
+) -> Result<&'a [f64]> {
+    let input = ev.input_mut();
+    for &c in cols {
+        input[c as usize] = value(c as usize);
+    }
+    let called = ev.call(f);
+    let input = ev.input_mut();
+    for &c in cols {
+        input[c as usize] = x[c as usize];
+    }
+    called.map_err(|failure| {
+        Error::new(
+            ErrorKind::BlackBox,
+            format!("the black box {failure} on {}", what()),
+        )
+    })?;
+    Ok(ev.output())
 }
 
 /// One Jacobian with a fresh plan (colors the pattern, then evaluates). For many points, keep a

@@ -1,4 +1,6 @@
-//! Synthetic black boxes with a known pattern, for tests and the benchmark program.
+//! Synthetic black boxes with a known pattern, for tests and the benchmark program. Not part
+//! of the library's API: compiled for the crate's own tests and with the `testing` feature
+//! (which the test suite, the examples and the benchmark turn on).
 //!
 //! [`Synthetic`] computes `y_i = 1 + sum_j c_ij x_j` over the entries of a given pattern, so each
 //! dependency propagates NaN, and when several tagged NaNs meet in one output it decides which
@@ -8,6 +10,7 @@
 
 use crate::driver::BlackBox;
 use crate::pattern::Pattern;
+pub use crate::rng::Rng;
 
 /// Which tagged NaN survives when several reach one output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,31 +23,6 @@ pub enum Winner {
     Largest,
     /// None: the output is the default NaN (payload 0), as if made inside the black box.
     Anonymous,
-}
-
-/// A small deterministic pseudo-random generator (xorshift64*), so tests and benchmarks need no
-/// extra crate and are reproducible.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from a seed (any value).
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// A value in `0..bound` (bound > 0).
-    pub fn below(&mut self, bound: usize) -> usize {
-        (((self.next_u64() >> 11) as u128 * bound as u128) >> 53) as usize
-    }
 }
 
 /// A black box that computes exactly the dependencies of `pattern` (see the module docs).

@@ -1,0 +1,118 @@
+//! What the subcommands share: the function to load, its sizes and point, the strategy.
+
+use clap::{Args, ValueEnum};
+use nanprop::loader::{Convention, IntKind, LoadedBlackBox};
+use nanprop::Strategy;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum ConventionArg {
+    /// void f(const double *x, double *y)
+    C,
+    /// int f(void *user_data, size_t n, const double *x, size_t m, double *y)
+    Blackbox,
+    /// subroutine f(n, x, m, y)
+    Fortran,
+    /// subroutine fcn(n, x, fvec, iflag)
+    MinpackHybrd,
+    /// subroutine fcn(m, n, x, fvec, iflag)
+    MinpackLmdif,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum StrategyArg {
+    Payload,
+    OneHot,
+    Chunked,
+}
+
+#[derive(Args)]
+pub(crate) struct Load {
+    /// The shared library.
+    #[arg(long, required_unless_present = "external")]
+    pub(crate) lib: Option<PathBuf>,
+    /// The function's name (Fortran: as in the source; name_, name__, NAME are tried).
+    #[arg(long, required_unless_present = "external")]
+    pub(crate) symbol: Option<String>,
+    /// Calling convention.
+    #[arg(long, value_enum, required_unless_present = "external")]
+    pub(crate) convention: Option<ConventionArg>,
+    /// Batch-scheduler mode (trace only, with --journal): instead of calling a library, write
+    /// each evaluation's input to DIR/<step>-<request>.in (n little-endian doubles) and read its
+    /// outputs from DIR/<step>-<request>.out (m little-endian doubles) once they exist.
+    #[arg(long, requires = "journal")]
+    pub(crate) external: Option<PathBuf>,
+    /// Keep every evaluation in this journal file and resume from it when run again.
+    #[arg(long)]
+    pub(crate) journal: Option<PathBuf>,
+    /// Inputs.
+    #[arg(short = 'n')]
+    pub(crate) n: usize,
+    /// Outputs.
+    #[arg(short = 'm')]
+    pub(crate) m: usize,
+    /// The Fortran code uses 8-byte INTEGER (-fdefault-integer-8).
+    #[arg(long)]
+    pub(crate) integer8: bool,
+    /// The point: a file of n numbers, a comma-separated list of n numbers, or one number for
+    /// every input (default 1).
+    #[arg(long, default_value = "1")]
+    pub(crate) x0: String,
+}
+
+pub(crate) fn strategy(s: StrategyArg) -> Strategy {
+    match s {
+        StrategyArg::Payload => Strategy::Payload,
+        StrategyArg::OneHot => Strategy::OneHot,
+        StrategyArg::Chunked => Strategy::Chunked,
+    }
+}
+
+/// The point: a file, a list, or one number for all inputs.
+pub(crate) fn parse_x0(spec: &str, n: usize) -> Result<Vec<f64>, String> {
+    let text = if Path::new(spec).is_file() {
+        std::fs::read_to_string(spec).map_err(|e| format!("reading --x0 file {spec}: {e}"))?
+    } else {
+        spec.to_string()
+    };
+    let values: Vec<f64> = text
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<f64>()
+                .map_err(|_| format!("--x0: '{s}' is not a number (and {spec} is not a file)"))
+        })
+        .collect::<Result<_, _>>()?;
+    match values.len() {
+        1 => Ok(vec![values[0]; n]),
+        k if k == n => Ok(values),
+        k => Err(format!(
+            "--x0 has {k} numbers, expected n = {n} (or one for all)"
+        )),
+    }
+}
+
+pub(crate) fn open(load: &Load) -> Result<(LoadedBlackBox, Vec<f64>), String> {
+    let (Some(lib), Some(symbol), Some(convention)) = (&load.lib, &load.symbol, load.convention)
+    else {
+        return Err(
+            "--lib, --symbol and --convention are needed (or --external for trace)".to_string(),
+        );
+    };
+    let convention = match convention {
+        ConventionArg::C => Convention::C,
+        ConventionArg::Blackbox => Convention::Blackbox,
+        ConventionArg::Fortran => Convention::Fortran,
+        ConventionArg::MinpackHybrd => Convention::MinpackHybrd,
+        ConventionArg::MinpackLmdif => Convention::MinpackLmdif,
+    };
+    let kind = if load.integer8 {
+        IntKind::I8
+    } else {
+        IntKind::I4
+    };
+    let f = LoadedBlackBox::open(lib, symbol, convention, load.n, load.m, kind)
+        .map_err(|e| e.to_string())?;
+    let x0 = parse_x0(&load.x0, load.n)?;
+    Ok((f, x0))
+}

@@ -1,0 +1,100 @@
+//! `nanprop jacobian`: a sparse Jacobian of a loaded function by compressed differences.
+
+use crate::args::{open, Load};
+use crate::output::{progress_bar, summary, write_file, write_svg, Counted};
+use crate::trace::trace_loaded;
+use crate::Failure;
+use clap::Args;
+use nanprop::jacobian::{Difference, JacobianOptions, JacobianPlan, Step};
+use nanprop::pattern::mtx;
+use nanprop::TraceOptions;
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args)]
+pub(crate) struct JacobianArgs {
+    #[command(flatten)]
+    pub(crate) load: Load,
+    /// The pattern (Matrix Market); traced first when not given.
+    #[arg(long)]
+    pub(crate) pattern: Option<PathBuf>,
+    /// Central differences (2 colors evaluations, second order) instead of forward.
+    #[arg(long)]
+    pub(crate) central: bool,
+    /// Relative step (default sqrt(eps) forward, cbrt(eps) central).
+    #[arg(long)]
+    pub(crate) step: Option<f64>,
+    /// Write the Jacobian as a real Matrix Market file.
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// Write an SVG spy plot beside its column-compressed view.
+    #[arg(long)]
+    pub(crate) svg: Option<PathBuf>,
+}
+
+pub(crate) fn run(a: &JacobianArgs, quiet: bool) -> Result<(), Failure> {
+    let (mut f, x0) = open(&a.load)?;
+    let start = Instant::now();
+    let p = match &a.pattern {
+        Some(path) => {
+            let file = std::fs::File::open(path)
+                .map_err(|e| format!("opening {}: {e}", path.display()))?;
+            let p = mtx::read_pattern(BufReader::new(file))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if p.rows() != f.m() || p.cols() != f.n() {
+                return Err(Failure::from(format!(
+                    "the pattern is {} x {}, the function {} x {}",
+                    p.rows(),
+                    p.cols(),
+                    f.m(),
+                    f.n()
+                )));
+            }
+            p
+        }
+        None => trace_loaded(&mut f, &x0, &TraceOptions::default(), quiet)?,
+    };
+    let options = JacobianOptions {
+        difference: if a.central {
+            Difference::Central
+        } else {
+            Difference::Forward
+        },
+        step: a.step.map_or(Step::Default, Step::Relative),
+        ..Default::default()
+    };
+    let mut plan = JacobianPlan::new(&p, &options).map_err(|e| e.to_string())?;
+    let mut values = vec![0.0; plan.values_len()];
+    let bar = progress_bar(quiet);
+    bar.set_length(plan.evaluations_per_jacobian(false) as u64);
+    let evaluations = plan
+        .evaluate(
+            &mut Counted {
+                f: &mut f,
+                bar: &bar,
+            },
+            &x0,
+            None,
+            &mut values,
+        )
+        .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    let seconds = start.elapsed().as_secs_f64();
+    let note = format!(
+        "Jacobian by nanprop of {} ({}), {evaluations} evaluations",
+        f.path().display(),
+        f.symbol()
+    );
+    write_file(&a.out, |w| mtx::write_real(w, &p, &values, &note))?;
+    let c = plan.coloring().clone();
+    if let Some(path) = &a.svg {
+        write_svg(path, &p, &c)?;
+    }
+    summary(&p, c.num_colors, seconds);
+    println!(
+        "Jacobian: {evaluations} evaluations (finite differences without coloring: {})",
+        f.n() + 1
+    );
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! The black box's contract, checked on every call whichever executor made it.
+//!
+//! A black box must write each of its m outputs, write nothing past `y[m-1]`, and leave its
+//! input `x` unchanged. Before each call the outputs and a guard zone of [`GUARD`] values after
+//! them are filled with a marker NaN ([`arm`]); after it, [`check`] finds an output left
+//! unwritten (or read before it was written: the marker then spreads), a write into the guard
+//! zone, or a changed input. A breach is a [`Failure`], which the run loop reports naming the
+//! request; it never becomes a wrong pattern. A black box writing further than the guard zone
+//! corrupts whatever memory follows, as in any C program: nanprop cannot see that.
+//!
+//! [`Guarded`] is the in-process form: buffers for one evaluation at a time, used by the serial
+//! and thread executors and by Jacobian plans. Forked workers arm and check the same way in
+//! their shared memory ([`crate::driver::worker`]).
+
+use super::{BlackBox, Failure, SyncBlackBox};
+use crate::error::{reserve, Result};
+
+/// Values after `y[m-1]` that the guard watches.
+pub const GUARD: usize = 16;
+/// Marker written into outputs before each call (a quiet NaN that decodes as unknown).
+pub(crate) const UNWRITTEN: u64 = 0x7FF8_0000_0BAD_F00D;
+const SIGN: u64 = 1 << 63;
+
+/// Fills `y` (m outputs and the guard zone) with the marker.
+pub fn arm(y: &mut [f64]) {
+    y.fill(f64::from_bits(UNWRITTEN));
+}
+
+/// Checks a call that returned success: `sent` is the input as handed over, `x` the input
+/// after the call, `y` the m outputs followed by the guard zone.
+pub fn check(sent: &[f64], x: &[f64], y: &[f64], m: usize) -> std::result::Result<(), Failure> {
+    if let Some(j) = changed(sent, x) {
+        return Err(Failure::ChangedInput(j));
+    }
+    if y[m..].iter().any(|v| v.to_bits() != UNWRITTEN) {
+        return Err(Failure::WrotePast { m });
+    }
+    if let Some(i) = y[..m].iter().position(|v| v.to_bits() & !SIGN == UNWRITTEN) {
+        return Err(Failure::Unwritten(i));
+    }
+    Ok(())
+}
+
+fn changed(sent: &[f64], x: &[f64]) -> Option<usize> {
+    (x.iter().zip(sent)).position(|(a, b)| a.to_bits() != b.to_bits())
+}
+
+/// Buffers for one guarded evaluation at a time, in this process.
+pub struct Guarded {
+    x: Vec<f64>,
+    /// The input as handed to the black box, to detect a black box that writes to it.
+    sent: Vec<f64>,
+    y: Vec<f64>,
+    m: usize,
+}
+
+impl Guarded {
+    /// Buffers for f: R^n -> R^m. Errors: out of memory.
+    pub fn new(n: usize, m: usize) -> Result<Self> {
+        let zeros = |len: usize, what| -> Result<Vec<f64>> {
+            let mut v = Vec::new();
+            reserve(&mut v, len, what)?;
+            v.resize(len, 0.0);
+            Ok(v)
+        };
+        Ok(Guarded {
+            x: zeros(n, "input buffer")?,
+            sent: zeros(n, "input snapshot")?,
+            y: zeros(m.saturating_add(GUARD), "output buffer")?,
+            m,
+        })
+    }
+
+    /// The input the next call hands to f (n values): set it before calling. After a call it
+    /// holds what was sent, even if f changed it.
+    pub fn input_mut(&mut self) -> &mut [f64] {
+        &mut self.x
+    }
+
+    /// The m outputs of the last call (meaningful after a successful one).
+    pub fn output(&self) -> &[f64] {
+        &self.y[..self.m]
+    }
+
+    /// Calls `f` on the input and checks the contract; the outputs are then in
+    /// [`Guarded::output`].
+    pub fn call(&mut self, f: &mut dyn BlackBox) -> std::result::Result<(), Failure> {
+        self.call_with(|x, y| f.eval(x, y))
+    }
+
+    /// As [`Guarded::call`], for a black box shared between threads.
+    pub fn call_shared(&mut self, f: &dyn SyncBlackBox) -> std::result::Result<(), Failure> {
+        self.call_with(|x, y| f.eval(x, y))
+    }
+
+    fn call_with(
+        &mut self,
+        call: impl FnOnce(&[f64], &mut [f64]) -> std::result::Result<(), i32>,
+    ) -> std::result::Result<(), Failure> {
+        let m = self.m;
+        self.sent.copy_from_slice(&self.x);
+        arm(&mut self.y);
+        crate::fpenv::mask_traps();
+        let status = call(&self.x, &mut self.y[..m]);
+        crate::fpenv::mask_traps();
+        // Rust code cannot write through `&[f64]`, so the compiler may assume x is unchanged and
+        // fold the check away; a C black box can (casting away const). Make the compiler
+        // forget what it knows of x before comparing.
+        std::hint::black_box(&mut self.x);
+        let breach = changed(&self.sent, &self.x);
+        if breach.is_some() {
+            self.x.copy_from_slice(&self.sent);
+        }
+        if let Err(code) = status {
+            return Err(Failure::Returned(code));
+        }
+        if let Some(j) = breach {
+            return Err(Failure::ChangedInput(j));
+        }
+        check(&self.sent, &self.x, &self.y, m)
+    }
+}

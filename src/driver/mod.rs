@@ -1,0 +1,232 @@
+//! Drivers: everything that calls the black box.
+//!
+//! A trace is planned by a [`crate::TraceSession`], which never calls f: it hands out requests
+//! (asks) and takes their outputs (tells). This module runs those requests. It is built in two
+//! layers:
+//!
+//! * **One loop** ([`run`]): asks the session for the requests of a step, writes their inputs,
+//!   hands them to an executor in batches, and for each evaluation that comes back tells the
+//!   session (which journals it), reports progress, or turns a failure into an error naming
+//!   the request. Every way of evaluating f goes through this loop.
+//! * **Executors** ([`Executor`]): evaluate a batch of inputs and hand back, for each, its
+//!   outputs, a [`Failure`], or "pending". They decide nothing about the trace:
+//!   [`serial`] (in this process, one at a time), [`threads`] (a thread pool, for black boxes
+//!   declared thread-safe), [`processes`] (forked [`worker`]s, for isolation and for black boxes
+//!   that are not thread-safe), [`files`] (inputs and outputs as files, for a batch scheduler).
+//!
+//! The black box's contract (write all m outputs, nothing past `y[m-1]`, leave `x` alone) is
+//! checked in one place, [`guard`], whichever executor ran the call. [`entry`] holds the entry
+//! points: which executor the options ask for, the points to visit, one journal for all of
+//! them; [`flags`] traces again when discrete inputs change.
+
+pub mod entry;
+pub mod files;
+pub mod flags;
+pub mod guard;
+pub mod processes;
+pub mod run;
+pub mod serial;
+pub mod threads;
+pub mod worker;
+
+use crate::error::Result;
+use crate::trace::journal::RequestKey;
+use std::fmt;
+use std::time::Duration;
+
+/// A function y = f(x) with n inputs and m outputs.
+pub trait BlackBox {
+    /// Evaluates f at `x` (n values) into `y` (m values). A nonzero code means failure.
+    fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32>;
+
+    /// The same function as one that may be called from several threads at once, when it is
+    /// (declared so: [`ThreadSafe`], or a C black box whose caller asked for threads). None
+    /// (the default): calls are made one at a time.
+    fn shared(&self) -> Option<&dyn SyncBlackBox> {
+        None
+    }
+
+    /// Words that identify this function for a journal (a loaded library: its path, size,
+    /// modification time and symbol), when it knows them. None (the default): the journal
+    /// relies on [`crate::TraceOptions::function_id`].
+    fn identity(&self) -> Option<String> {
+        None
+    }
+}
+
+impl<F: FnMut(&[f64], &mut [f64]) -> std::result::Result<(), i32>> BlackBox for F {
+    fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
+        self(x, y)
+    }
+}
+
+/// A black box that may be called from several threads at once.
+pub trait SyncBlackBox: Sync {
+    /// Evaluates f at `x` into `y`; a nonzero code means failure.
+    fn eval(&self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32>;
+}
+
+impl<F: Fn(&[f64], &mut [f64]) -> std::result::Result<(), i32> + Sync> SyncBlackBox for F {
+    fn eval(&self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
+        self(x, y)
+    }
+}
+
+/// Declares a black box thread-safe, so that [`crate::TraceOptions::threads`] can use it:
+/// `trace(&mut ThreadSafe(f), ...)` with `f: Fn(&[f64], &mut [f64]) -> Result<(), i32> + Sync`.
+pub struct ThreadSafe<F>(pub F);
+
+impl<F: SyncBlackBox> BlackBox for ThreadSafe<F> {
+    fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
+        self.0.eval(x, y)
+    }
+    fn shared(&self) -> Option<&dyn SyncBlackBox> {
+        Some(&self.0)
+    }
+}
+
+/// Why one evaluation gave no outputs. Its text completes "the black box ... on <request>".
+#[derive(Clone, Debug, PartialEq)]
+pub enum Failure {
+    /// f returned this nonzero code.
+    Returned(i32),
+    /// The worker process running f was killed by this signal.
+    Signal(i32),
+    /// f called `exit()` with this status (its worker process ended before f returned).
+    Exited(i32),
+    /// f ran longer than the timeout and was killed.
+    TimedOut(Duration),
+    /// f (Rust code) panicked in a worker process.
+    Panicked,
+    /// f changed its input `x[j]`.
+    ChangedInput(usize),
+    /// f wrote past `y[m-1]`.
+    WrotePast {
+        /// The number of outputs.
+        m: usize,
+    },
+    /// f did not write `y[i]` (or read it before writing it).
+    Unwritten(usize),
+    /// f could not be run at all (a fork failed); the words say why.
+    NotRun(String),
+}
+
+impl Failure {
+    /// Whether the failure may be caused by the inputs (a code, a crash, a hang), as opposed
+    /// to a breach of the contract or an executor that could not run f.
+    pub fn input_dependent(&self) -> bool {
+        matches!(
+            self,
+            Failure::Returned(_)
+                | Failure::Signal(_)
+                | Failure::Exited(_)
+                | Failure::TimedOut(_)
+                | Failure::Panicked
+        )
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Returned(code) => write!(f, "returned {code}"),
+            Failure::Signal(sig) => write!(f, "was killed by {}", worker::signal_name(*sig)),
+            Failure::Exited(code) => {
+                write!(
+                    f,
+                    "called exit({code}) (its process ended before returning)"
+                )
+            }
+            Failure::TimedOut(limit) => {
+                write!(f, "timed out after {:.3} s (killed)", limit.as_secs_f64())
+            }
+            Failure::Panicked => write!(f, "panicked"),
+            Failure::ChangedInput(j) => write!(f, "changed its input x[{j}]"),
+            Failure::WrotePast { m } => write!(f, "wrote past y[{}] (m = {m})", m - 1),
+            Failure::Unwritten(i) => {
+                write!(f, "did not write y[{i}] (or read it before writing it)")
+            }
+            Failure::NotRun(why) => write!(f, "could not be run: {why}"),
+        }
+    }
+}
+
+/// A batch of evaluations for an executor: inputs of n values each, and where each request
+/// sits in the trace (for executors that name their work).
+pub struct Batch<'a> {
+    inputs: &'a [f64],
+    keys: &'a [RequestKey],
+    n: usize,
+}
+
+impl<'a> Batch<'a> {
+    /// A batch of `keys.len()` inputs stored one after another in `inputs`.
+    ///
+    /// # Panics
+    /// If `inputs.len() != keys.len() * n`.
+    pub fn new(inputs: &'a [f64], keys: &'a [RequestKey], n: usize) -> Self {
+        assert_eq!(
+            inputs.len(),
+            keys.len() * n,
+            "one input of n values per key"
+        );
+        Batch { inputs, keys, n }
+    }
+    /// Evaluations in the batch.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+    /// The input of evaluation `k` (n values).
+    pub fn input(&self, k: usize) -> &'a [f64] {
+        &self.inputs[k * self.n..(k + 1) * self.n]
+    }
+    /// Where evaluation `k` sits in the trace.
+    pub fn key(&self, k: usize) -> RequestKey {
+        self.keys[k]
+    }
+}
+
+/// What became of one evaluation of a batch.
+pub enum Evaluation<'a> {
+    /// Its m outputs.
+    Done(&'a [f64]),
+    /// It failed.
+    Failed(Failure),
+    /// It is not done yet (an executor whose evaluations happen elsewhere and later).
+    Pending,
+}
+
+/// Runs batches of evaluations (see the module docs).
+pub trait Executor {
+    /// The most evaluations this executor takes in one batch; the loop keeps its input buffer
+    /// at this many points, so memory is O(capacity x n).
+    fn capacity(&self) -> usize;
+
+    /// Evaluates every input of `batch`, calling `done(k, evaluation)` once for each k as it
+    /// completes, in any order. Stops at the first error `done` returns and returns it.
+    fn run(
+        &mut self,
+        batch: &Batch<'_>,
+        done: &mut dyn FnMut(usize, Evaluation<'_>) -> Result<()>,
+    ) -> Result<()>;
+}
+
+/// Where a trace stands, given to a progress callback after each evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Evaluations done at this point (replayed from a journal included).
+    pub evaluations: usize,
+    /// Evaluations done plus those outstanding in the current step: it grows as the planner
+    /// plans new steps.
+    pub planned: usize,
+    /// The point being traced (0-based).
+    pub point: usize,
+    /// Points in all.
+    pub points: usize,
+}
+
+pub use entry::{trace, trace_points, trace_with_executor, trace_with_progress};

@@ -1,0 +1,89 @@
+//! The run loop: the one place where a session's requests meet an executor.
+//!
+//! ```text
+//! loop {
+//!     ids = session.ask()              // the requests of the next step (the journal answers
+//!                                      // those it holds); none: the trace is complete
+//!     for each batch of at most executor.capacity() ids {
+//!         write their inputs           // x0 with tagged NaNs, or a verification point
+//!         executor.run(batch, |k, evaluation| match evaluation {
+//!             Done(y)   => session.tell(id, y) and report progress   // tell journals it
+//!             Failed(f) => error "the black box <f> on <the request in words>"
+//!             Pending   => count it
+//!         })
+//!     }
+//!     pending? stop with ErrorKind::Waiting, after handing out the whole step
+//! }
+//! ```
+//!
+//! Memory: the inputs of one batch, O(capacity x n), whatever the step's size.
+
+use super::{Batch, Evaluation, Executor, Progress};
+use crate::error::{reserve, Error, ErrorKind, Result};
+use crate::trace::journal::RequestKey;
+use crate::trace::TraceSession;
+
+/// Runs `session` to completion on `executor`, calling `progress` after each evaluation
+/// (`point` and `points` are passed through to it). Errors: those of the session (a bad
+/// baseline, the journal), a failed evaluation ([`ErrorKind::BlackBox`], naming the request),
+/// evaluations left pending ([`ErrorKind::Waiting`]), out of memory for the input buffer.
+pub fn run(
+    session: &mut TraceSession,
+    executor: &mut dyn Executor,
+    point: usize,
+    points: usize,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<()> {
+    let n = session.n();
+    let capacity = executor.capacity().max(1);
+    let mut inputs: Vec<f64> = Vec::new();
+    let mut keys: Vec<RequestKey> = Vec::new();
+    loop {
+        let ids = session.ask()?;
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let planned = session.evaluations() + ids.len();
+        let mut pending = 0;
+        for part in ids.chunks(capacity) {
+            let len = part.len() * n;
+            if inputs.len() < len {
+                let more = len - inputs.len();
+                reserve(&mut inputs, more, "inputs of a batch")?;
+                inputs.resize(len, 0.0);
+            }
+            keys.clear();
+            for (k, &id) in part.iter().enumerate() {
+                session.write_input(id, &mut inputs[k * n..(k + 1) * n]);
+                keys.push(session.key(id));
+            }
+            let batch = Batch::new(&inputs[..len], &keys, n);
+            executor.run(&batch, &mut |k, evaluation| match evaluation {
+                Evaluation::Done(y) => {
+                    session.tell(part[k], y)?;
+                    progress(&Progress {
+                        evaluations: session.evaluations(),
+                        planned,
+                        point,
+                        points,
+                    });
+                    Ok(())
+                }
+                Evaluation::Failed(failure) => Err(Error::new(
+                    ErrorKind::BlackBox,
+                    format!("the black box {failure} on {}", session.describe(part[k])),
+                )),
+                Evaluation::Pending => {
+                    pending += 1;
+                    Ok(())
+                }
+            })?;
+        }
+        if pending > 0 {
+            return Err(Error::new(
+                ErrorKind::Waiting,
+                format!("waiting for {pending} evaluations"),
+            ));
+        }
+    }
+}

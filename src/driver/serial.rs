@@ -1,0 +1,42 @@
+//! The serial executor: each evaluation in this process, one at a time, in the order given.
+
+use super::guard::Guarded;
+use super::{Batch, BlackBox, Evaluation, Executor};
+use crate::error::Result;
+
+/// Calls the black box in this process (see the module docs).
+pub struct Serial<'f> {
+    f: &'f mut dyn BlackBox,
+    buffers: Guarded,
+}
+
+impl<'f> Serial<'f> {
+    /// An executor for f: R^n -> R^m. Errors: out of memory for its buffers.
+    pub fn new(f: &'f mut dyn BlackBox, n: usize, m: usize) -> Result<Self> {
+        Ok(Serial {
+            f,
+            buffers: Guarded::new(n, m)?,
+        })
+    }
+}
+
+impl Executor for Serial<'_> {
+    fn capacity(&self) -> usize {
+        1
+    }
+
+    fn run(
+        &mut self,
+        batch: &Batch<'_>,
+        done: &mut dyn FnMut(usize, Evaluation<'_>) -> Result<()>,
+    ) -> Result<()> {
+        for k in 0..batch.len() {
+            self.buffers.input_mut().copy_from_slice(batch.input(k));
+            match self.buffers.call(self.f) {
+                Ok(()) => done(k, Evaluation::Done(self.buffers.output()))?,
+                Err(failure) => done(k, Evaluation::Failed(failure))?,
+            }
+        }
+        Ok(())
+    }
+}

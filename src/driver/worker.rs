@@ -1,0 +1,282 @@
+//! A forked worker: one evaluation in a child process.
+//!
+//! Legacy codes crash (a NaN turned into an array index), abort, call `exit()`, hang, or enable
+//! floating-point traps and die of SIGFPE. With isolation ([`crate::TraceOptions::isolate`]) or
+//! process workers ([`crate::TraceOptions::processes`]) the black box runs in a child process
+//! forked for each evaluation: the child computes into memory shared with the parent and exits;
+//! the parent polls (with an optional timeout) and turns a signal, an `exit()` or a timeout into
+//! a [`Failure`], which the run loop reports naming the request. The host survives. The
+//! contract checks of [`crate::driver::guard`] run in the parent on the shared memory.
+//!
+//! Each child starts from the parent's state, so black boxes that are not thread-safe or keep
+//! state (Fortran COMMON blocks, SAVE variables) work, including in loader mode; state a child
+//! changes is not seen by the next evaluation (each starts from the same state, as each probe
+//! should).
+//!
+//! Cost: one `fork` per evaluation (about a millisecond with a large address space), worth it
+//! when an evaluation takes longer. Unix only.
+//!
+//! The child does nothing but call the black box and `_exit`, so it runs no destructors and
+//! takes no locks of its own; a black box that allocates relies on glibc's fork handlers for
+//! `malloc`, as any forking program does.
+
+use super::guard::{self, GUARD};
+use super::{BlackBox, Failure};
+use crate::error::{reserve, Error, Result};
+use std::time::{Duration, Instant};
+
+/// Shared memory: a header, then x (n values), then y (m values and a guard zone).
+struct Shared {
+    base: *mut u8,
+    len: usize,
+    n: usize,
+    m: usize,
+}
+
+#[repr(C)]
+struct Header {
+    /// 1 when the child finished calling the black box, 2 when it panicked (Rust code).
+    done: u32,
+    /// The black box's status (0 success).
+    status: i32,
+}
+
+impl Shared {
+    fn new(n: usize, m: usize) -> Result<Self> {
+        let len = n
+            .checked_add(m)
+            .and_then(|v| v.checked_add(GUARD))
+            .and_then(|v| v.checked_mul(8))
+            .and_then(|v| v.checked_add(16))
+            .ok_or_else(|| {
+                Error::out_of_memory("shared memory for worker processes", usize::MAX)
+            })?;
+        // SAFETY: an anonymous shared mapping of len bytes, checked below.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(Error::out_of_memory(
+                "shared memory for isolated evaluations",
+                len,
+            ));
+        }
+        Ok(Shared {
+            base: base as *mut u8,
+            len,
+            n,
+            m,
+        })
+    }
+    fn header(&self) -> *mut Header {
+        self.base as *mut Header
+    }
+    /// x (n values) and y (m + GUARD values): disjoint regions of the mapping.
+    fn xy_mut(&mut self) -> (&mut [f64], &mut [f64]) {
+        // SAFETY: both inside the mapping (16-aligned offset), not overlapping, and borrowed
+        // from &mut self, so no other reference to them exists.
+        unsafe {
+            let start = self.base.add(16) as *mut f64;
+            (
+                std::slice::from_raw_parts_mut(start, self.n),
+                std::slice::from_raw_parts_mut(start.add(self.n), self.m + GUARD),
+            )
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in new.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}
+
+/// One worker: shared memory and the process evaluating in it.
+pub struct Worker {
+    shared: Shared,
+    /// The running child, 0 when none.
+    pid: libc::pid_t,
+    started: Instant,
+    /// The input as sent, to detect a black box that changes it.
+    sent: Vec<f64>,
+}
+
+impl Worker {
+    /// A worker for f: R^n -> R^m. Errors: the shared memory or the input copy cannot be had.
+    pub fn new(n: usize, m: usize) -> Result<Self> {
+        let mut sent = Vec::new();
+        reserve(&mut sent, n, "input snapshot")?;
+        sent.resize(n, 0.0);
+        Ok(Worker {
+            shared: Shared::new(n, m)?,
+            pid: 0,
+            started: Instant::now(),
+            sent,
+        })
+    }
+
+    /// Whether an evaluation is running.
+    pub fn busy(&self) -> bool {
+        self.pid > 0
+    }
+
+    /// Forks a process that evaluates `f` at `x` into the shared outputs (armed with the
+    /// guard's marker). Errors: the fork failed.
+    pub fn start(&mut self, f: &mut dyn BlackBox, x: &[f64]) -> std::result::Result<(), Failure> {
+        let m = self.shared.m;
+        self.sent.copy_from_slice(x);
+        {
+            let (sx, sy) = self.shared.xy_mut();
+            sx.copy_from_slice(x);
+            guard::arm(sy);
+        }
+        // SAFETY: the header lies in the mapping.
+        unsafe { self.shared.header().write(Header { done: 0, status: 0 }) };
+        // SAFETY: fork; the child only runs the black box and _exit (module docs).
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(Failure::NotRun(
+                "fork failed (no worker process could be made)".to_string(),
+            ));
+        }
+        if pid == 0 {
+            let header = self.shared.header();
+            let (sx, sy) = self.shared.xy_mut();
+            crate::fpenv::mask_traps();
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.eval(sx, &mut sy[..m])));
+            let (done, status) = match result {
+                Ok(Ok(())) => (1, 0),
+                Ok(Err(code)) => (1, code),
+                Err(_) => (2, 0),
+            };
+            // SAFETY: the header lies in the mapping; then leave without running destructors.
+            unsafe {
+                header.write(Header { done, status });
+                libc::_exit(0)
+            }
+        }
+        self.pid = pid;
+        self.started = Instant::now();
+        Ok(())
+    }
+
+    /// None while the worker runs; when it has ended, its outcome: the outputs are then in
+    /// [`Worker::y`]. Kills it past `timeout`.
+    pub fn poll(&mut self, timeout: Option<Duration>) -> Option<std::result::Result<(), Failure>> {
+        let mut wstatus: libc::c_int = 0;
+        // SAFETY: our own child.
+        let r = unsafe { libc::waitpid(self.pid, &mut wstatus, libc::WNOHANG) };
+        if r == 0 {
+            let limit = timeout?;
+            if self.started.elapsed() <= limit {
+                return None;
+            }
+            // SAFETY: our own child, still running.
+            unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+                libc::waitpid(self.pid, &mut wstatus, 0);
+            }
+            self.pid = 0;
+            return Some(Err(Failure::TimedOut(limit)));
+        }
+        self.pid = 0;
+        if r < 0 {
+            return Some(Err(Failure::NotRun(
+                "its worker process could not be waited for (waitpid failed)".to_string(),
+            )));
+        }
+        Some(self.outcome(wstatus))
+    }
+
+    fn outcome(&mut self, wstatus: libc::c_int) -> std::result::Result<(), Failure> {
+        if libc::WIFSIGNALED(wstatus) {
+            return Err(Failure::Signal(libc::WTERMSIG(wstatus)));
+        }
+        // SAFETY: the header lies in the mapping; the child has exited.
+        let header = unsafe { self.shared.header().read() };
+        match header.done {
+            1 => {}
+            2 => return Err(Failure::Panicked),
+            _ => {
+                let code = if libc::WIFEXITED(wstatus) {
+                    libc::WEXITSTATUS(wstatus)
+                } else {
+                    -1
+                };
+                return Err(Failure::Exited(code));
+            }
+        }
+        if header.status != 0 {
+            return Err(Failure::Returned(header.status));
+        }
+        let m = self.shared.m;
+        let (sx, sy) = self.shared.xy_mut();
+        guard::check(&self.sent, sx, sy, m)
+    }
+
+    /// The outputs of the last evaluation (m values).
+    pub fn y(&mut self) -> &[f64] {
+        let m = self.shared.m;
+        &self.shared.xy_mut().1[..m]
+    }
+}
+
+impl Drop for Worker {
+    /// A worker still running when its executor gives up (another evaluation failed) is killed
+    /// and reaped: no stray processes, no zombies.
+    fn drop(&mut self) {
+        if self.pid > 0 {
+            let mut wstatus: libc::c_int = 0;
+            // SAFETY: our own child.
+            unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+                libc::waitpid(self.pid, &mut wstatus, 0);
+            }
+        }
+    }
+}
+
+/// Waits a little longer each time, up to 5 ms: cheap for fast black boxes, idle for slow ones.
+pub struct Backoff(Duration);
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff::new()
+    }
+}
+
+impl Backoff {
+    /// The shortest wait.
+    pub fn new() -> Self {
+        Backoff(Duration::from_micros(20))
+    }
+    /// Sleeps, then doubles the next wait.
+    pub fn nap(&mut self) {
+        std::thread::sleep(self.0);
+        self.0 = (self.0 * 2).min(Duration::from_millis(5));
+    }
+}
+
+/// The name of a signal, with what it usually means for a numerical code.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGSEGV => "SIGSEGV (segmentation fault)",
+        libc::SIGBUS => "SIGBUS (bus error)",
+        libc::SIGFPE => "SIGFPE (floating-point exception: a trap on NaN or a division)",
+        libc::SIGABRT => "SIGABRT (abort)",
+        libc::SIGILL => "SIGILL (illegal instruction)",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
+}

@@ -1,0 +1,16 @@
+//! A trace, without the black box: its options, the ask/tell session that plans the
+//! evaluations and reads their outputs, the points it visits, and the journal that keeps its
+//! evaluations. Nothing here calls f; [`crate::driver`] does.
+//!
+//! * [`options`]: [`TraceOptions`], checked once by [`TraceOptions::validate`].
+//! * [`session`]: [`TraceSession`], the baseline, a planner, verification, the budget.
+//! * [`points`]: the caller's points and those sampled around them.
+//! * [`journal`]: evaluations on disk, replayed by the session.
+
+pub mod journal;
+pub mod options;
+pub mod points;
+pub mod session;
+
+pub use options::{NonFiniteBaseline, Strategy, TraceOptions};
+pub use session::{Request, RequestKind, TraceSession};
