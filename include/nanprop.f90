@@ -49,6 +49,7 @@ module nanprop
     integer(c_size_t) :: threads
     integer(c_size_t) :: processes
     type(c_ptr) :: journal
+    type(c_ptr) :: function_id
   end type nanprop_options
 
   type, bind(C) :: nanprop_coloring_options

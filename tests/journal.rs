@@ -222,3 +222,127 @@ fn parallel_drivers_resume_from_the_journal_too() {
     assert_eq!(p.col_idx(), truth.col_idx());
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn one_journal_serves_every_sampled_point_and_resumes_mid_way() {
+    let truth = synthetic::banded(30, 1);
+    let x0 = vec![1.0; 30];
+    let path = journal_path("sampled");
+    let options = TraceOptions {
+        journal: Some(path.clone()),
+        sample_points: 2,
+        ..Default::default()
+    };
+    let clean = trace(
+        &mut model(&truth, &Cell::new(0), None),
+        30,
+        &x0,
+        &TraceOptions {
+            journal: None,
+            ..options.clone()
+        },
+    )
+    .unwrap();
+    let total = clean.report.evaluations;
+    // Dies in the second sampled point (each point takes total / 3 evaluations).
+    let fail_at = total - 5;
+    let calls = Cell::new(0);
+    let e = trace(&mut model(&truth, &calls, Some(fail_at)), 30, &x0, &options).unwrap_err();
+    assert!(e.message.contains("at point 2"), "{}", e.message);
+    let calls = Cell::new(0);
+    let p = trace(&mut model(&truth, &calls, None), 30, &x0, &options).unwrap();
+    assert_eq!(p.col_idx(), clean.col_idx());
+    assert_eq!(p.report.evaluations, total);
+    assert_eq!(p.report.replayed, fail_at - 1);
+    assert_eq!(calls.get(), total - (fail_at - 1));
+    // A journal written at another x0 is refused at its first point.
+    let e = trace(
+        &mut model(&truth, &Cell::new(0), None),
+        30,
+        &[2.0; 30],
+        &options,
+    )
+    .unwrap_err();
+    assert!(e.message.contains("another x0"), "{}", e.message);
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn trace_points_and_the_flag_tracer_resume_from_their_journal() {
+    use nanprop::driver::flags::FlagTracer;
+    let truth = synthetic::random_sparse(20, 20, 3, 1);
+    let points = vec![vec![0.5; 20], vec![1.5; 20], vec![-2.0; 20]];
+    let path = journal_path("points");
+    let options = TraceOptions {
+        journal: Some(path.clone()),
+        ..Default::default()
+    };
+    let calls = Cell::new(0);
+    let first =
+        nanprop::trace_points(&mut model(&truth, &calls, None), 20, &points, &options).unwrap();
+    assert_eq!(calls.get(), first.report.evaluations);
+    let calls = Cell::new(0);
+    let again =
+        nanprop::trace_points(&mut model(&truth, &calls, None), 20, &points, &options).unwrap();
+    assert_eq!(calls.get(), 0, "every point is replayed");
+    assert_eq!(again.report.replayed, first.report.evaluations);
+    assert_eq!(again.col_idx(), first.col_idx());
+    let _ = std::fs::remove_file(&path);
+
+    // The flag tracer: two flag combinations traced, then the same observations replayed.
+    let path = journal_path("flags");
+    let options = TraceOptions {
+        journal: Some(path.clone()),
+        ..Default::default()
+    };
+    let visits = [points[0].clone(), points[0].clone(), points[1].clone()];
+    let run = |calls: &Cell<usize>| {
+        let mut t = FlagTracer::new(20, 20, &[0], &options).unwrap();
+        let mut f = model(&truth, calls, None);
+        let traced: Vec<bool> = visits
+            .iter()
+            .map(|x| t.observe(&mut f, x).unwrap())
+            .collect();
+        assert_eq!(traced, [true, false, true]);
+        t.pattern().unwrap().clone()
+    };
+    let calls = Cell::new(0);
+    let p = run(&calls);
+    assert!(calls.get() > 0);
+    let calls = Cell::new(0);
+    let q = run(&calls);
+    assert_eq!(calls.get(), 0, "both traces are replayed");
+    assert_eq!(q.col_idx(), p.col_idx());
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn a_journal_of_another_function_id_is_refused() {
+    let truth = synthetic::banded(10, 1);
+    let path = journal_path("id");
+    let with_id = |id: &str| TraceOptions {
+        journal: Some(path.clone()),
+        function_id: Some(id.to_string()),
+        ..Default::default()
+    };
+    trace(
+        &mut model(&truth, &Cell::new(0), None),
+        10,
+        &[1.0; 10],
+        &with_id("wing v1"),
+    )
+    .unwrap();
+    let e = trace(
+        &mut model(&truth, &Cell::new(0), None),
+        10,
+        &[1.0; 10],
+        &with_id("wing v2"),
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains("belongs to another function") && e.message.contains("wing v2"),
+        "{}",
+        e.message
+    );
+    let _ = std::fs::remove_file(&path);
+}
