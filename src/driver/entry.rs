@@ -20,7 +20,7 @@ use super::run::run;
 use super::serial::Serial;
 use super::threads::Threads;
 use super::{BlackBox, Executor, Progress};
-use crate::error::{reserve, Error, Result};
+use crate::error::{reserve, Error, ErrorKind, Result};
 use crate::fpenv::FpGuard;
 use crate::pattern::Pattern;
 use crate::trace::journal::Journal;
@@ -125,7 +125,7 @@ pub fn trace_files(
 ) -> Result<Pattern> {
     let mut files = Files::new(dir, m, wait)?;
     trace_with_executor(&mut files, x0.len(), m, x0, options, None, &mut |_| {}).map_err(|e| {
-        if e.kind != crate::ErrorKind::Waiting {
+        if e.kind != ErrorKind::Waiting {
             return e;
         }
         Error::new(

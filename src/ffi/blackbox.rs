@@ -52,7 +52,10 @@ impl BlackBox for CBlackBox {
 }
 
 /// The caller's black box from a `nanprop_blackbox` (NULL: an error naming `f`).
-pub(crate) fn c_black_box(f: nanprop_blackbox, user_data: *mut c_void) -> crate::Result<CBlackBox> {
-    let f = f.ok_or_else(|| crate::Error::invalid("f is NULL"))?;
+pub(crate) fn c_black_box(
+    f: nanprop_blackbox,
+    user_data: *mut c_void,
+) -> crate::error::Result<CBlackBox> {
+    let f = f.ok_or_else(|| crate::error::Error::invalid("f is NULL"))?;
     Ok(CBlackBox { f, user_data })
 }

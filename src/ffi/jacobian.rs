@@ -194,7 +194,7 @@ pub(crate) unsafe fn jacobian_of(
     n: usize,
     m: usize,
     x0: *const f64,
-    pat: &crate::Pattern,
+    pat: &crate::pattern::Pattern,
     options: *const nanprop_jacobian_options,
     values: *mut f64,
     evaluations: *mut usize,
