@@ -136,7 +136,8 @@ fn flag(value: u32, name: &str) -> Result<bool> {
     }
 }
 
-/// Reads a caller's trace options (NULL: the defaults) and checks them.
+/// Converts a caller's trace options (NULL: the defaults); the Rust entry point they are
+/// handed to checks them ([`TraceOptions::validate`]).
 ///
 /// # Safety
 /// `options` is NULL or a `nanprop_options` as its `struct_size` says, with `journal` and
@@ -164,7 +165,7 @@ pub(crate) unsafe fn read_options(options: *const nanprop_options) -> Result<Tra
         }
     };
     let defaults = TraceOptions::default();
-    let options = TraceOptions {
+    Ok(TraceOptions {
         strategy,
         chunk_size: o.chunk_size,
         max_evaluations: o.max_evaluations,
@@ -187,11 +188,7 @@ pub(crate) unsafe fn read_options(options: *const nanprop_options) -> Result<Tra
         journal: unsafe { abi::path(o.journal) },
         // SAFETY: as above.
         function_id: unsafe { abi::text(o.function_id, "options.function_id")? },
-    };
-    options
-        .validate()
-        .map_err(|e| Error::new(e.kind, format!("options.{}", e.message)))?;
-    Ok(options)
+    })
 }
 
 /// Fills `options` with the defaults and sets its `struct_size` and `version`. NULL is a no-op.
