@@ -20,7 +20,7 @@ use super::run::run;
 use super::serial::Serial;
 use super::threads::Threads;
 use super::{BlackBox, Executor, Progress};
-use crate::error::{reserve, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::fpenv::FpGuard;
 use crate::pattern::Pattern;
 use crate::trace::journal::Journal;
@@ -193,18 +193,16 @@ pub(crate) fn visit(
 ) -> Result<Pattern> {
     let mut points = Points::new(points, n, options)?;
     let total = points.len();
-    let mut x = Vec::new();
-    reserve(&mut x, n, "a point")?;
-    x.resize(n, 0.0);
+    let mut buffer = Vec::new();
     let mut union: Option<Pattern> = None;
     let mut k = 0;
-    while points.next_into(&mut x) {
+    while let Some(x) = points.next(&mut buffer)? {
         let named = |e: Error| match k {
             0 => e,
             _ => Error::new(e.kind, format!("at point {k}: {}", e.message)),
         };
         let mut session =
-            TraceSession::at_point(n, m, &x, options, journal.take(), first + k as u64)
+            TraceSession::at_point(n, m, x, options, journal.take(), first + k as u64)
                 .map_err(named)?;
         let ran = run(&mut session, executor, k, total, progress);
         *journal = session.take_journal();

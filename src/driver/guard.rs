@@ -48,7 +48,8 @@ fn changed(sent: &[f64], x: &[f64]) -> Option<usize> {
 /// Buffers for one guarded evaluation at a time, in this process.
 pub struct Guarded {
     x: Vec<f64>,
-    /// The input as handed to the black box, to detect a black box that writes to it.
+    /// The input as handed to the black box, to detect a black box that writes to it (made on
+    /// the first [`Guarded::call`]; [`Guarded::call_on`] compares with its caller's copy).
     sent: Vec<f64>,
     y: Vec<f64>,
     m: usize,
@@ -65,7 +66,7 @@ impl Guarded {
         };
         Ok(Guarded {
             x: zeros(n, "input buffer")?,
-            sent: zeros(n, "input snapshot")?,
+            sent: Vec::new(),
             y: zeros(m.saturating_add(GUARD), "output buffer")?,
             m,
         })
@@ -83,22 +84,48 @@ impl Guarded {
     }
 
     /// Calls `f` on the input and checks the contract; the outputs are then in
-    /// [`Guarded::output`].
+    /// [`Guarded::output`]. Errors: a failure; out of memory for the input snapshot (first
+    /// call only).
     pub fn call(&mut self, f: &mut dyn BlackBox) -> std::result::Result<(), Failure> {
-        self.call_with(|x, y| f.eval(x, y))
+        if self.sent.len() != self.x.len() {
+            reserve(&mut self.sent, self.x.len(), "input snapshot")
+                .map_err(|e| Failure::NotRun(e.message))?;
+            self.sent.resize(self.x.len(), 0.0);
+        }
+        self.sent.copy_from_slice(&self.x);
+        let mut sent = std::mem::take(&mut self.sent);
+        let r = self.call_with(&sent, |x, y| f.eval(x, y));
+        std::mem::swap(&mut self.sent, &mut sent);
+        r
     }
 
-    /// As [`Guarded::call`], for a black box shared between threads.
-    pub fn call_shared(&mut self, f: &dyn SyncBlackBox) -> std::result::Result<(), Failure> {
-        self.call_with(|x, y| f.eval(x, y))
+    /// Calls `f` on a copy of `input` (n values, kept by the caller as the snapshot) and
+    /// checks the contract.
+    pub fn call_on(
+        &mut self,
+        f: &mut dyn BlackBox,
+        input: &[f64],
+    ) -> std::result::Result<(), Failure> {
+        self.x.copy_from_slice(input);
+        self.call_with(input, |x, y| f.eval(x, y))
+    }
+
+    /// As [`Guarded::call_on`], for a black box shared between threads.
+    pub fn call_shared_on(
+        &mut self,
+        f: &dyn SyncBlackBox,
+        input: &[f64],
+    ) -> std::result::Result<(), Failure> {
+        self.x.copy_from_slice(input);
+        self.call_with(input, |x, y| f.eval(x, y))
     }
 
     fn call_with(
         &mut self,
+        sent: &[f64],
         call: impl FnOnce(&[f64], &mut [f64]) -> std::result::Result<(), i32>,
     ) -> std::result::Result<(), Failure> {
         let m = self.m;
-        self.sent.copy_from_slice(&self.x);
         arm(&mut self.y);
         crate::fpenv::mask_traps();
         let status = call(&self.x, &mut self.y[..m]);
@@ -107,9 +134,9 @@ impl Guarded {
         // fold the check away; a C black box can (casting away const). Make the compiler
         // forget what it knows of x before comparing.
         std::hint::black_box(&mut self.x);
-        let breach = changed(&self.sent, &self.x);
+        let breach = changed(sent, &self.x);
         if breach.is_some() {
-            self.x.copy_from_slice(&self.sent);
+            self.x.copy_from_slice(sent);
         }
         if let Err(code) = status {
             return Err(Failure::Returned(code));
@@ -117,6 +144,6 @@ impl Guarded {
         if let Some(j) = breach {
             return Err(Failure::ChangedInput(j));
         }
-        check(&self.sent, &self.x, &self.y, m)
+        check(sent, &self.x, &self.y, m)
     }
 }

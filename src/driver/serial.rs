@@ -31,8 +31,7 @@ impl Executor for Serial<'_> {
         done: &mut dyn FnMut(usize, Evaluation<'_>) -> Result<()>,
     ) -> Result<()> {
         for k in 0..batch.len() {
-            self.buffers.input_mut().copy_from_slice(batch.input(k));
-            match self.buffers.call(self.f) {
+            match self.buffers.call_on(self.f, batch.input(k)) {
                 Ok(()) => done(k, Evaluation::Done(self.buffers.output()))?,
                 Err(failure) => done(k, Evaluation::Failed(failure))?,
             }

@@ -61,8 +61,7 @@ impl<'f> Threads<'f> {
             Some(g) => g,
             None => Guarded::new(self.n, self.m).map_err(|e| Failure::NotRun(e.message))?,
         };
-        g.input_mut().copy_from_slice(x);
-        let result = g.call_shared(self.f).map(|()| g.output().to_vec());
+        let result = g.call_shared_on(self.f, x).map(|()| g.output().to_vec());
         if let Ok(mut b) = self.buffers.lock() {
             b.push(g);
         }

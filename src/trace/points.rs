@@ -52,7 +52,7 @@ pub fn sample_points(x0: &[f64], count: usize, scale: f64, seed: u64) -> Vec<Vec
 }
 
 /// The points of one trace: the caller's points (each n values, stored one after another),
-/// then the sampled ones around the first. Visited in order with [`Points::next_into`].
+/// then the sampled ones around the first. Visited in order with [`Points::next`].
 pub struct Points<'a> {
     given: &'a [f64],
     n: usize,
@@ -90,20 +90,23 @@ impl<'a> Points<'a> {
         false
     }
 
-    /// Writes the next point into `x` (n values); false when every point was visited.
-    pub fn next_into(&mut self, x: &mut [f64]) -> bool {
-        let k = self.next;
-        let given = self.given.len() / self.n;
+    /// The next point (n values), None when every point was visited. A given point is
+    /// borrowed; a sampled one is made in `buffer` (allocated on the first, fallibly).
+    pub fn next<'b>(&'b mut self, buffer: &'b mut Vec<f64>) -> Result<Option<&'b [f64]>> {
+        let (k, n) = (self.next, self.n);
         if k >= self.len() {
-            return false;
-        }
-        if k < given {
-            x.copy_from_slice(&self.given[k * self.n..(k + 1) * self.n]);
-        } else {
-            self.sampler.next_into(&self.given[..self.n], x);
+            return Ok(None);
         }
         self.next += 1;
-        true
+        if k < self.given.len() / n {
+            return Ok(Some(&self.given[k * n..(k + 1) * n]));
+        }
+        if buffer.len() != n {
+            crate::error::reserve(buffer, n, "a sampled point")?;
+            buffer.resize(n, 0.0);
+        }
+        self.sampler.next_into(&self.given[..n], buffer);
+        Ok(Some(buffer))
     }
 }
 
@@ -125,8 +128,8 @@ mod tests {
         let mut pts = Points::new(&given, 3, &o).unwrap();
         assert_eq!(pts.len(), 5);
         let mut seen = Vec::new();
-        let mut x = [0.0; 3];
-        while pts.next_into(&mut x) {
+        let mut buffer = Vec::new();
+        while let Some(x) = pts.next(&mut buffer).unwrap() {
             seen.push(x.to_vec());
         }
         assert_eq!(seen[0], x0);

@@ -1,0 +1,227 @@
+//! The algorithm: the bipartite graph of a pattern seen from its columns (distinct distance-2
+//! neighbours, degrees), the vertex orders, greedy coloring, saturation (DSATUR) and iterated
+//! greedy recoloring.
+
+use super::buckets::BucketQueue;
+use super::Order;
+use crate::pattern::{Pattern, Transposed};
+use crate::rng::Rng;
+
+/// The pattern's adjacency in both directions, and a marker for distinct neighbours.
+pub(super) struct Graph<'a> {
+    p: &'a Pattern,
+    t: Transposed,
+    mark: Vec<u32>,
+    generation: u32,
+}
+
+impl<'a> Graph<'a> {
+    pub(super) fn new(p: &'a Pattern) -> Self {
+        Graph {
+            p,
+            t: p.transpose(),
+            mark: vec![0; p.cols()],
+            generation: 0,
+        }
+    }
+
+    /// Calls `f` once for each distinct column sharing a row with `v` (not `v` itself).
+    pub(super) fn for_each_neighbour(&mut self, v: usize, mut f: impl FnMut(usize)) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // Wrapped: old marks could equal the new generation.
+            self.mark.iter_mut().for_each(|m| *m = 0);
+            self.generation = 1;
+        }
+        let stamp = self.generation;
+        self.mark[v] = stamp;
+        for &i in &self.t.row_idx[self.t.col_ptr[v]..self.t.col_ptr[v + 1]] {
+            for &k in self.p.row(i as usize) {
+                if self.mark[k as usize] != stamp {
+                    self.mark[k as usize] = stamp;
+                    f(k as usize);
+                }
+            }
+        }
+    }
+
+    pub(super) fn degrees(&mut self) -> Vec<usize> {
+        (0..self.p.cols())
+            .map(|v| {
+                let mut d = 0;
+                self.for_each_neighbour(v, |_| d += 1);
+                d
+            })
+            .collect()
+    }
+
+    /// Greedy coloring in `order`; returns the colors and their count.
+    pub(super) fn greedy(&mut self, order: &[u32]) -> (Vec<u32>, usize) {
+        let n = self.p.cols();
+        let mut color = vec![u32::MAX; n];
+        let mut forbidden: Vec<u32> = Vec::new();
+        let mut colors = 0usize;
+        for &v in order {
+            let v = v as usize;
+            let stamp = v as u32;
+            for &i in &self.t.row_idx[self.t.col_ptr[v]..self.t.col_ptr[v + 1]] {
+                for &k in self.p.row(i as usize) {
+                    let c = color[k as usize];
+                    if c != u32::MAX {
+                        forbidden[c as usize] = stamp;
+                    }
+                }
+            }
+            let c = first_free(&mut forbidden, stamp);
+            color[v] = c as u32;
+            colors = colors.max(c + 1);
+        }
+        (color, colors)
+    }
+
+    pub(super) fn order(&mut self, order: Order) -> Vec<u32> {
+        let n = self.p.cols();
+        match order {
+            Order::Natural => (0..n as u32).collect(),
+            Order::Random(seed) => {
+                let mut v: Vec<u32> = (0..n as u32).collect();
+                let mut rng = Rng::new(seed);
+                for k in (1..n).rev() {
+                    v.swap(k, rng.below(k + 1));
+                }
+                v
+            }
+            Order::LargestFirst => {
+                let deg = self.degrees();
+                let mut v: Vec<u32> = (0..n as u32).collect();
+                v.sort_by_key(|&j| std::cmp::Reverse(deg[j as usize]));
+                v
+            }
+            Order::SmallestLast => {
+                let deg = self.degrees();
+                let mut q = BucketQueue::new(&deg);
+                let mut removed = Vec::with_capacity(n);
+                while let Some(v) = q.pop_min() {
+                    removed.push(v as u32);
+                    self.for_each_neighbour(v, |w| q.decrement(w));
+                }
+                removed.reverse();
+                removed
+            }
+            Order::DynamicLargestFirst => {
+                let deg = self.degrees();
+                let mut q = BucketQueue::new(&deg);
+                let mut out = Vec::with_capacity(n);
+                while let Some(v) = q.pop_max() {
+                    out.push(v as u32);
+                    self.for_each_neighbour(v, |w| q.decrement(w));
+                }
+                out
+            }
+            Order::Saturation => self.saturation().0,
+            Order::IncidenceDegree => {
+                let mut q = BucketQueue::new(&vec![0; n]);
+                let mut out = Vec::with_capacity(n);
+                while let Some(v) = q.pop_max() {
+                    out.push(v as u32);
+                    self.for_each_neighbour(v, |w| q.increment(w));
+                }
+                out
+            }
+        }
+    }
+
+    /// DSATUR: colors as it orders. Returns the order taken, the colors and their count.
+    pub(super) fn saturation(&mut self) -> (Vec<u32>, Vec<u32>, usize) {
+        let n = self.p.cols();
+        let deg = self.degrees();
+        // Key: the saturation, which only grows one step at a time. At equal saturation the
+        // bucket's stack order decides: seeded by increasing degree, so the largest degree
+        // starts, and a column that just gained a color comes out before older ties.
+        let mut by_degree: Vec<usize> = (0..n).collect();
+        by_degree.sort_by_key(|&v| deg[v]);
+        let mut q = BucketQueue::all_zero_in_order(&by_degree);
+        let mut color = vec![u32::MAX; n];
+        let mut seen: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut order = Vec::with_capacity(n);
+        let mut forbidden: Vec<u32> = Vec::new();
+        let mut colors = 0usize;
+        let mut newly = Vec::new();
+        while let Some(v) = q.pop_max() {
+            order.push(v as u32);
+            let stamp = v as u32;
+            for &c in &seen[v] {
+                forbidden[c as usize] = stamp;
+            }
+            let c = first_free(&mut forbidden, stamp);
+            color[v] = c as u32;
+            colors = colors.max(c + 1);
+            let c = c as u32;
+            newly.clear();
+            self.for_each_neighbour(v, |w| {
+                if color[w] == u32::MAX && !seen[w].contains(&c) {
+                    newly.push(w);
+                }
+            });
+            for &w in &newly {
+                seen[w].push(c);
+                q.increment(w);
+            }
+        }
+        (order, color, colors)
+    }
+
+    /// Iterated greedy (Culberson): recolor with the classes of `colors` as the order, which
+    /// never uses more colors. Class orders alternate: reverse, largest class first, random.
+    pub(super) fn recolor(
+        &mut self,
+        mut colors: Vec<u32>,
+        mut count: usize,
+        rounds: usize,
+        seed: u64,
+        target: usize,
+    ) -> (Vec<u32>, usize) {
+        let mut rng = Rng::new(seed ^ 0x5EED);
+        for round in 0..rounds {
+            if count <= target {
+                break;
+            }
+            let mut size = vec![0usize; count];
+            colors.iter().for_each(|&c| size[c as usize] += 1);
+            let mut classes: Vec<u32> = (0..count as u32).collect();
+            match round % 3 {
+                0 => classes.reverse(),
+                1 => classes.sort_by_key(|&c| std::cmp::Reverse(size[c as usize])),
+                _ => {
+                    for k in (1..count).rev() {
+                        classes.swap(k, rng.below(k + 1));
+                    }
+                }
+            }
+            let mut rank = vec![0u32; count];
+            for (r, &c) in classes.iter().enumerate() {
+                rank[c as usize] = r as u32;
+            }
+            let mut order: Vec<u32> = (0..colors.len() as u32).collect();
+            order.sort_by_key(|&j| rank[colors[j as usize] as usize]);
+            let (new, new_count) = self.greedy(&order);
+            debug_assert!(new_count <= count, "iterated greedy never adds colors");
+            (colors, count) = (new, new_count);
+        }
+        (colors, count)
+    }
+}
+
+/// The smallest color `c` with `forbidden[c] != stamp` (not used by a neighbour of the vertex
+/// being colored, which marked its neighbours' colors with `stamp`); grows `forbidden` by one
+/// when every existing color is taken.
+fn first_free(forbidden: &mut Vec<u32>, stamp: u32) -> usize {
+    let c = forbidden
+        .iter()
+        .position(|&s| s != stamp)
+        .unwrap_or(forbidden.len());
+    if c == forbidden.len() {
+        forbidden.push(u32::MAX);
+    }
+    c
+}

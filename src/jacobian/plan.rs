@@ -1,0 +1,325 @@
+//! The plan: a pattern's coloring and decompression map, made once, and compressed differences
+//! evaluated in this process at any number of points without allocating.
+
+use super::{Difference, JacobianOptions, Layout, Step};
+use crate::coloring::{self, Coloring};
+use crate::driver::guard::Guarded;
+use crate::driver::BlackBox;
+use crate::error::{Error, ErrorKind, Result};
+use crate::pattern::Pattern;
+
+/// A reusable compressed finite-difference Jacobian for one pattern (see the module docs).
+pub struct JacobianPlan {
+    pub(super) m: usize,
+    pub(super) n: usize,
+    pub(super) options: JacobianOptions,
+    pub(super) coloring: Coloring,
+    /// Columns of each color group (CSR over groups).
+    pub(super) group_ptr: Vec<usize>,
+    pub(super) group_cols: Vec<u32>,
+    /// Entries of each group: row, column and output position (CSR over groups).
+    pub(super) entry_ptr: Vec<usize>,
+    pub(super) entry_row: Vec<u32>,
+    pub(super) entry_col: Vec<u32>,
+    pub(super) entry_out: Vec<usize>,
+    /// Rows holding at least one entry (they must stay finite).
+    pub(super) row_has_entry: Vec<bool>,
+    pub(super) values_len: usize,
+    pub(super) evaluator: Guarded,
+    pub(super) f0: Vec<f64>,
+    pub(super) step_plus: Vec<f64>,
+    pub(super) step_minus: Vec<f64>,
+}
+
+impl JacobianPlan {
+    /// A plan for the Jacobian of f: R^n -> R^m with pattern `p`. Colors the columns.
+    /// Errors: per-column steps of the wrong length, a step that is zero or not finite, a dense
+    /// layout whose m * n overflows.
+    pub fn new(p: &Pattern, options: &JacobianOptions) -> Result<Self> {
+        let (m, n) = (p.rows(), p.cols());
+        match &options.step {
+            Step::RelativePerColumn(v) | Step::AbsolutePerColumn(v) if v.len() != n => {
+                return Err(Error::invalid(format!(
+                    "{} per-column steps given, expected n = {n}",
+                    v.len()
+                )))
+            }
+            _ => {}
+        }
+        let bad_step = |h: f64| !h.is_finite() || h == 0.0;
+        let bad = match &options.step {
+            Step::Default => None,
+            Step::Relative(h) | Step::Absolute(h) => bad_step(*h).then_some((0, *h)),
+            Step::RelativePerColumn(v) | Step::AbsolutePerColumn(v) => {
+                v.iter().position(|&h| bad_step(h)).map(|j| (j, v[j]))
+            }
+        };
+        if let Some((j, h)) = bad {
+            return Err(Error::invalid(format!(
+                "step {h} (column {j}) must be finite and nonzero"
+            )));
+        }
+        let values_len = match options.layout {
+            Layout::Csr | Layout::Csc => p.nnz(),
+            Layout::DenseColumnMajor => m.checked_mul(n).ok_or_else(|| {
+                Error::invalid(format!("a dense {m} x {n} Jacobian does not fit in memory"))
+            })?,
+        };
+        let coloring = coloring::color(p, &options.coloring);
+        let (group_ptr, group_cols) = coloring.groups();
+        let t = p.transpose();
+        // Entries grouped by color: the columns of a group in order, each with its rows.
+        let mut entry_ptr = vec![0usize; coloring.num_colors + 1];
+        let (mut entry_row, mut entry_col, mut entry_out) = (
+            Vec::with_capacity(p.nnz()),
+            Vec::with_capacity(p.nnz()),
+            Vec::with_capacity(p.nnz()),
+        );
+        for g in 0..coloring.num_colors {
+            for &j in &group_cols[group_ptr[g]..group_ptr[g + 1]] {
+                let j = j as usize;
+                for k in t.col_ptr[j]..t.col_ptr[j + 1] {
+                    let i = t.row_idx[k] as usize;
+                    entry_row.push(i as u32);
+                    entry_col.push(j as u32);
+                    entry_out.push(match options.layout {
+                        Layout::Csr => t.csr_pos[k],
+                        Layout::Csc => k,
+                        Layout::DenseColumnMajor => i + j * m,
+                    });
+                }
+            }
+            entry_ptr[g + 1] = entry_row.len();
+        }
+        let mut row_has_entry = vec![false; m];
+        (0..m).for_each(|i| row_has_entry[i] = !p.row(i).is_empty());
+        Ok(JacobianPlan {
+            m,
+            n,
+            options: options.clone(),
+            coloring,
+            group_ptr,
+            group_cols,
+            entry_ptr,
+            entry_row,
+            entry_col,
+            entry_out,
+            row_has_entry,
+            values_len,
+            evaluator: Guarded::new(n, m)?,
+            f0: vec![0.0; m],
+            step_plus: vec![0.0; n],
+            step_minus: vec![0.0; n],
+        })
+    }
+
+    /// Rows (m) of the Jacobian.
+    pub fn rows(&self) -> usize {
+        self.m
+    }
+
+    /// The column coloring.
+    pub fn coloring(&self) -> &Coloring {
+        &self.coloring
+    }
+
+    /// Number of values [`JacobianPlan::evaluate`] writes.
+    pub fn values_len(&self) -> usize {
+        self.values_len
+    }
+
+    /// Evaluations one Jacobian costs (`with_fx`: f(x) supplied).
+    pub fn evaluations_per_jacobian(&self, with_fx: bool) -> usize {
+        match self.options.difference {
+            Difference::Forward => self.coloring.num_colors + usize::from(!with_fx),
+            Difference::Central => 2 * self.coloring.num_colors,
+        }
+    }
+
+    /// The nominal step of column `j` at `x_j` (before rounding to what the arithmetic makes).
+    pub(super) fn nominal_step(&self, j: usize, xj: f64) -> f64 {
+        let sign = if xj < 0.0 { -1.0 } else { 1.0 };
+        let scale = xj.abs().max(1.0) * sign;
+        match &self.options.step {
+            Step::Default => match self.options.difference {
+                Difference::Forward => f64::EPSILON.sqrt() * scale,
+                Difference::Central => f64::EPSILON.cbrt() * scale,
+            },
+            Step::Relative(r) => r * scale,
+            Step::Absolute(h) => *h,
+            Step::RelativePerColumn(v) => v[j] * scale,
+            Step::AbsolutePerColumn(v) => v[j],
+        }
+    }
+
+    /// Checks that f(x), held in `self.f0`, is finite in every row with entries: differences
+    /// from a non-finite base value carry no derivative.
+    pub(super) fn check_f0(&self) -> Result<()> {
+        match (0..self.f0.len()).find(|&i| self.row_has_entry[i] && !self.f0[i].is_finite()) {
+            Some(i) => Err(Error::new(
+                ErrorKind::BaselineNotFinite,
+                format!(
+                    "f(x) has y[{i}] = {}: rows with entries must be finite",
+                    self.f0[i]
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The Jacobian at `x` into `values` ([`JacobianPlan::values_len`] of them, in the plan's
+    /// layout). `fx`, if given, is f(x) and saves one evaluation of a forward Jacobian. Returns
+    /// the number of evaluations made. Allocates nothing (except for an error message).
+    ///
+    /// Errors: wrong lengths or a non-finite x or fx ([`ErrorKind::InvalidArgument`]); a row
+    /// with entries not finite at x ([`ErrorKind::BaselineNotFinite`]); the black box failing,
+    /// breaking its contract, or turning a row non-finite ([`ErrorKind::BlackBox`]).
+    pub fn evaluate(
+        &mut self,
+        f: &mut dyn BlackBox,
+        x: &[f64],
+        fx: Option<&[f64]>,
+        values: &mut [f64],
+    ) -> Result<usize> {
+        let _fp = crate::fpenv::FpGuard::enter();
+        let m = self.m;
+        if values.len() != self.values_len {
+            return Err(Error::invalid(format!(
+                "values has {} entries, expected {}",
+                values.len(),
+                self.values_len
+            )));
+        }
+        if let Some(fx) = fx {
+            if fx.len() != m {
+                return Err(Error::invalid(format!(
+                    "fx has {} entries, expected m = {m}",
+                    fx.len()
+                )));
+            }
+        }
+        self.prepare_steps(x)?;
+        self.evaluator.input_mut().copy_from_slice(x);
+        let mut evaluations = 0;
+        let forward = self.options.difference == Difference::Forward;
+        if forward {
+            match fx {
+                Some(fx) => self.f0.copy_from_slice(fx),
+                None => {
+                    let y = shifted(
+                        &mut self.evaluator,
+                        f,
+                        x,
+                        &[],
+                        |_| 0.0,
+                        || "the evaluation at x".to_string(),
+                    )?;
+                    self.f0.copy_from_slice(y);
+                    evaluations += 1;
+                }
+            }
+            self.check_f0()?;
+        }
+        if self.options.layout == Layout::DenseColumnMajor {
+            values.fill(0.0);
+        }
+        for g in 0..self.coloring.num_colors {
+            let cols = &self.group_cols[self.group_ptr[g]..self.group_ptr[g + 1]];
+            let entries = self.entry_ptr[g]..self.entry_ptr[g + 1];
+            let describe = |sign: &str| {
+                let shown: Vec<String> = cols.iter().take(8).map(|c| c.to_string()).collect();
+                let more = if cols.len() > 8 { ", ..." } else { "" };
+                format!(
+                    "the {sign} evaluation of column group {g} (columns {}{more})",
+                    shown.join(", ")
+                )
+            };
+            let (sp, sm) = (&self.step_plus, &self.step_minus);
+            let y = shifted(
+                &mut self.evaluator,
+                f,
+                x,
+                cols,
+                |j| x[j] + sp[j],
+                || describe("+h"),
+            )?;
+            evaluations += 1;
+            for e in entries.clone() {
+                let i = self.entry_row[e] as usize;
+                if !y[i].is_finite() {
+                    return Err(Error::new(
+                        ErrorKind::BlackBox,
+                        format!(
+                            "y[{i}] = {} on {}: the black box is not finite there",
+                            y[i],
+                            describe("+h")
+                        ),
+                    ));
+                }
+                values[self.entry_out[e]] = if forward {
+                    (y[i] - self.f0[i]) / sp[self.entry_col[e] as usize]
+                } else {
+                    y[i] // f(x + h) for now; the difference comes after the -h evaluation
+                };
+            }
+            if !forward {
+                let y = shifted(
+                    &mut self.evaluator,
+                    f,
+                    x,
+                    cols,
+                    |j| x[j] - sm[j],
+                    || describe("-h"),
+                )?;
+                evaluations += 1;
+                for e in entries {
+                    let (i, j, out) = (
+                        self.entry_row[e] as usize,
+                        self.entry_col[e] as usize,
+                        self.entry_out[e],
+                    );
+                    if !y[i].is_finite() {
+                        return Err(Error::new(
+                            ErrorKind::BlackBox,
+                            format!(
+                                "y[{i}] = {} on {}: the black box is not finite there",
+                                y[i],
+                                describe("-h")
+                            ),
+                        ));
+                    }
+                    values[out] = (values[out] - y[i]) / (sp[j] + sm[j]);
+                }
+            }
+        }
+        Ok(evaluations)
+    }
+}
+
+/// Evaluates f at `x` with the columns `cols` moved to `value(j)` (the evaluator's input holds
+/// `x`, and holds it again on return); a failure becomes an error naming `what`.
+fn shifted<'a>(
+    ev: &'a mut Guarded,
+    f: &mut dyn BlackBox,
+    x: &[f64],
+    cols: &[u32],
+    value: impl Fn(usize) -> f64,
+    what: impl Fn() -> String,
+) -> Result<&'a [f64]> {
+    let input = ev.input_mut();
+    for &c in cols {
+        input[c as usize] = value(c as usize);
+    }
+    let called = ev.call(f);
+    let input = ev.input_mut();
+    for &c in cols {
+        input[c as usize] = x[c as usize];
+    }
+    called.map_err(|failure| {
+        Error::new(
+            ErrorKind::BlackBox,
+            format!("the black box {failure} on {}", what()),
+        )
+    })?;
+    Ok(ev.output())
+}
