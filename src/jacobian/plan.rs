@@ -247,14 +247,7 @@ impl JacobianPlan {
             for e in entries.clone() {
                 let i = self.entry_row[e] as usize;
                 if !y[i].is_finite() {
-                    return Err(Error::new(
-                        ErrorKind::BlackBox,
-                        format!(
-                            "y[{i}] = {} on {}: the black box is not finite there",
-                            y[i],
-                            describe("+h")
-                        ),
-                    ));
+                    return Err(not_finite(i, y[i], &describe("+h")));
                 }
                 values[self.entry_out[e]] = if forward {
                     (y[i] - self.f0[i]) / sp[self.entry_col[e] as usize]
@@ -279,14 +272,7 @@ impl JacobianPlan {
                         self.entry_out[e],
                     );
                     if !y[i].is_finite() {
-                        return Err(Error::new(
-                            ErrorKind::BlackBox,
-                            format!(
-                                "y[{i}] = {} on {}: the black box is not finite there",
-                                y[i],
-                                describe("-h")
-                            ),
-                        ));
+                        return Err(not_finite(i, y[i], &describe("-h")));
                     }
                     values[out] = (values[out] - y[i]) / (sp[j] + sm[j]);
                 }
@@ -322,4 +308,12 @@ fn shifted<'a>(
         )
     })?;
     Ok(ev.output())
+}
+
+/// The error for output `i` turning NaN or Inf (`value`) on the evaluation `what`.
+fn not_finite(i: usize, value: f64, what: &str) -> Error {
+    Error::new(
+        ErrorKind::BlackBox,
+        format!("y[{i}] = {value} on {what}: the black box is not finite there"),
+    )
 }
