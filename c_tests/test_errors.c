@@ -39,6 +39,17 @@ static int crashes(void *ud, size_t n, const double *x, size_t m, double *y) {
     return 0;
 }
 
+/* Crashes when input 0 moves up from 1 (a finite point: the verification of a probe). */
+static int crashes_above_one(void *ud, size_t n, const double *x, size_t m, double *y) {
+    (void)ud;
+    if (x[0] > 1.0) {
+        volatile double *nowhere = NULL;
+        *nowhere = 1.0;
+    }
+    for (size_t i = 0; i < m && i < n; i++) y[i] = x[i];
+    return 0;
+}
+
 /* Output 1 is NaN at every point (sqrt of a negative number). */
 static int nan_output(void *ud, size_t n, const double *x, size_t m, double *y) {
     (void)ud; (void)n; (void)m;
@@ -107,16 +118,34 @@ int main(void) {
     CHECK(error_mentions("changed its input x[2]"));
     CHECK(x0[2] == 3.0); /* the caller's x0 is never handed to the black box */
 
-    /* Isolation: the crash becomes an error naming the signal and the probe; a hang times out. */
+    /* Isolation: a crash (input 1 NaN) or a hang (input 2 NaN) on a NaN probe is worked
+       around: the probe is split, the NaN-intolerant inputs are perturbed instead, listed as
+       failed columns, and the pattern is exact. */
     nanprop_options_init(&o);
-    o.strategy = NANPROP_STRATEGY_ONE_HOT;
     o.isolate = 1;
     o.timeout = 0.3;
-    CHECK_STATUS(nanprop_trace(crashes, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_BLACKBOX);
-    CHECK(error_mentions("SIGSEGV") && error_mentions("input 1"));
-    double x3[3] = {1.0, 2.0, 3.0};
-    o.strategy = NANPROP_STRATEGY_PAYLOAD;
-    CHECK_STATUS(nanprop_trace(crashes, NULL, 3, 3, x3, &o, &p), NANPROP_ERR_BLACKBOX);
+    for (int strategy = NANPROP_STRATEGY_ONE_HOT; strategy <= NANPROP_STRATEGY_PAYLOAD; strategy += 2) {
+        o.strategy = (uint32_t)strategy;
+        CHECK_STATUS(nanprop_trace(crashes, NULL, 3, 3, x0, &o, &p), NANPROP_OK);
+        size_t failed[2] = {0, 0}, rp[4], ci[3];
+        uint8_t kinds[3];
+        CHECK(nanprop_pattern_num_failed_columns(p) == 2);
+        CHECK_STATUS(nanprop_pattern_failed_columns(p, failed), NANPROP_OK);
+        CHECK(failed[0] == 1 && failed[1] == 2);
+        CHECK(nanprop_pattern_nnz(p) == 3);
+        CHECK_STATUS(nanprop_pattern_csr(p, rp, ci), NANPROP_OK);
+        CHECK(ci[0] == 0 && ci[1] == 1 && ci[2] == 2);
+        CHECK_STATUS(nanprop_pattern_entry_kinds(p, kinds), NANPROP_OK);
+        CHECK(kinds[0] == NANPROP_ENTRY_TRACED && kinds[1] == NANPROP_ENTRY_PERTURBATION &&
+              kinds[2] == NANPROP_ENTRY_PERTURBATION);
+        nanprop_pattern_free(p);
+        p = NULL;
+    }
+    CHECK(nanprop_pattern_num_failed_columns(NULL) == 0);
+    /* A crash at a finite point stays an error naming the signal and the evaluation. */
+    o.strategy = NANPROP_STRATEGY_ONE_HOT;
+    CHECK_STATUS(nanprop_trace(crashes_above_one, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_BLACKBOX);
+    CHECK(error_mentions("SIGSEGV") && error_mentions("the verification of the probe tagging input 0"));
     o.isolate = 2;
     CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_INVALID_ARGUMENT);
     o.isolate = 1;

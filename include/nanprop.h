@@ -185,8 +185,9 @@ typedef struct {
    */
   uint32_t verify;
   /**
-   * Relative verification step: h_j = verify_step * max(|x0_j|, 1), sign of x0_j; 0 means the
-   * default 1e-3.
+   * Relative verification step: h_j = r_j * verify_step * max(|x0_j|, 1), sign of x0_j, with
+   * r_j drawn in [0.5, 1.5) for every input of every verification from `seed` (so that no
+   * combination of inputs cancels); 0 means the default 1e-3.
    */
   double verify_step;
   /**
@@ -206,7 +207,7 @@ typedef struct {
    */
   double sample_scale;
   /**
-   * Seed of the sampled points (default 0).
+   * Seed of the sampled points and of the verification steps (default 0).
    */
   uint64_t seed;
   /**
@@ -360,6 +361,21 @@ size_t nanprop_pattern_num_nonfinite_rows(const nanprop_pattern *p);
  * Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL pattern or array.
  */
 nanprop_status nanprop_pattern_nonfinite_rows(const nanprop_pattern *p, size_t *rows);
+
+/**
+ * Number of inputs whose NaN alone made f fail (NaN-intolerant: it returned nonzero, crashed,
+ * exited or timed out whenever that input was NaN). Their dependencies were found by finite
+ * perturbation instead (kind NANPROP_ENTRY_PERTURBATION); 0 for NULL.
+ */
+size_t nanprop_pattern_num_failed_columns(const nanprop_pattern *p);
+
+/**
+ * Copies the 0-based indices of the NaN-intolerant inputs, increasing, into `cols`
+ * (`nanprop_pattern_num_failed_columns` entries; may be NULL when there are none).
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL pattern or array.
+ */
+nanprop_status nanprop_pattern_failed_columns(const nanprop_pattern *p, size_t *cols);
 
 /**
  * Makes a pattern from CSR arrays, 0-based: `row_ptr` has m + 1 nondecreasing entries from 0

@@ -40,6 +40,22 @@ impl Rng {
     }
 }
 
+/// A value in [0, 1) that depends only on `keys`: the same keys give the same value in every
+/// run, so a random choice made this way is reproducible without a generator's state (a
+/// request's random step is the same when a journal replays the trace).
+pub fn unit_from(keys: &[u64]) -> f64 {
+    let mix = |mut z: u64| {
+        // SplitMix64's finalizer.
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let h = keys
+        .iter()
+        .fold(0x9E37_79B9_7F4A_7C15u64, |h, &k| mix(h ^ mix(k)));
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,8 +29,9 @@ fn run(cmd: &mut Command) -> String {
 }
 
 /// Builds the example libraries into a fresh directory: libbeam.so, libbeam8.so
-/// (-fdefault-integer-8), libminpack_fcn.so and liblapack_box.so (linked with -llapack).
-fn build_libraries(dir: &Path) -> [PathBuf; 4] {
+/// (-fdefault-integer-8), libminpack_fcn.so, liblapack_box.so (linked with -llapack) and
+/// libpivot.so.
+fn build_libraries(dir: &Path) -> [PathBuf; 5] {
     let ex = root().join("fortran_examples");
     let lib = |name: &str, src: &str, extra: &[&str]| {
         let out = dir.join(name);
@@ -52,6 +53,7 @@ fn build_libraries(dir: &Path) -> [PathBuf; 4] {
         lib("libminpack_fcn.so", "minpack_fcn.f", &[]),
         lib("liblapack_box.so", "lapack_box.f", &[]),
         lib("libbeam8.so", "beam.f", &["-fdefault-integer-8"]),
+        lib("libpivot.so", "pivot.f", &[]),
     ]
 }
 
@@ -101,7 +103,7 @@ fn loader_mode_from_c() {
         &exe,
         &shared,
     );
-    let out = run(Command::new(&exe).current_dir(&dir).args(&libs));
+    let out = run(Command::new(&exe).current_dir(&dir).args(&libs[..4]));
     print!("{out}");
     assert!(out.contains(", 0 failed"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -113,7 +115,7 @@ fn loader_mode_from_rust() {
         return;
     }
     let dir = scratch("loader-rust");
-    let [beam, minpack, lapack, beam8] = build_libraries(&dir);
+    let [beam, minpack, lapack, beam8, _] = build_libraries(&dir);
     let x0: Vec<f64> = (0..10).map(|j| 50.0 + j as f64).collect();
     let expect_beam = |p: &nanprop::Pattern| {
         for i in 0..10 {
@@ -189,5 +191,43 @@ fn loader_mode_from_the_command_line() {
     let p = nanprop::pattern::mtx::read_pattern(std::io::BufReader::new(file)).unwrap();
     assert_eq!(p.row(3), (3..10).collect::<Vec<u32>>());
     assert_eq!(p.row(10).len(), 10);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_routine_that_crashes_on_all_nan_input_is_traced_exactly_under_isolation() {
+    if !gfortran_available() {
+        return;
+    }
+    let dir = scratch("pivot");
+    let [.., pivot] = build_libraries(&dir);
+    let n = 40;
+    let mut f =
+        LoadedBlackBox::open(&pivot, "pivot", Convention::Fortran, n, n, IntKind::I4).unwrap();
+    // The largest input is the last (index n - 1).
+    let x0: Vec<f64> = (0..n).map(|j| 1.0 + j as f64 / 100.0).collect();
+    let expected = |i: usize| {
+        let mut r = vec![i as u32, ((i + 1) % n) as u32, (n - 1) as u32];
+        r.sort_unstable();
+        r.dedup();
+        r
+    };
+    // The payload strategy's first probe tags every input: the routine crashes there.
+    let options = TraceOptions {
+        isolate: true,
+        ..TraceOptions::default()
+    };
+    let p = trace(&mut f, n, &x0, &options).unwrap();
+    for i in 0..n {
+        assert_eq!(p.row(i), expected(i), "row {i}");
+    }
+    assert!(
+        p.report.failed_evaluations >= 1,
+        "the all-NaN probe crashed and was split"
+    );
+    assert!(
+        p.report.failed_columns.is_empty(),
+        "no single input is NaN-intolerant"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,5 +1,7 @@
-//! Isolation mode: crashes, aborts, exit(), hangs and SIGFPE in the black box become errors
-//! naming the failure and the probe, and this (host) process goes on.
+//! Isolation mode: crashes, aborts, exit(), hangs and SIGFPE in the black box are survived: on a
+//! NaN probe they are worked around (the probe is split, NaN-intolerant inputs perturbed), at a
+//! finite point they are errors naming the failure and the evaluation; this (host) process goes
+//! on.
 
 use nanprop::{trace, ErrorKind, Strategy, TraceOptions};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,10 +20,13 @@ fn isolated(timeout: Option<Duration>) -> TraceOptions {
     }
 }
 
-/// Fails in `how` when input 1 is NaN; otherwise y = x.
-fn failing(how: &'static str) -> impl FnMut(&[f64], &mut [f64]) -> Result<(), i32> {
+/// Fails in `how` when `trigger(x)` holds; otherwise y = x.
+fn failing(
+    how: &'static str,
+    trigger: fn(&[f64]) -> bool,
+) -> impl FnMut(&[f64], &mut [f64]) -> Result<(), i32> {
     move |x: &[f64], y: &mut [f64]| {
-        if x[1].is_nan() {
+        if trigger(x) {
             match how {
                 // SAFETY (of the test's intent): an invalid address, to crash the worker.
                 "segfault" => unsafe { std::ptr::write_volatile(16 as *mut f64, 1.0) },
@@ -29,7 +34,7 @@ fn failing(how: &'static str) -> impl FnMut(&[f64], &mut [f64]) -> Result<(), i3
                 "exit" => unsafe { libc::exit(3) },
                 "hang" => std::thread::sleep(Duration::from_secs(30)),
                 "sigfpe" => {
-                    // A legacy code that enables traps itself, then meets its NaN.
+                    // A legacy code that enables traps itself, then divides 0 by 0.
                     unsafe { feenableexcept(1) }; // FE_INVALID
                     y[0] = std::hint::black_box(0.0f64) / std::hint::black_box(0.0f64);
                 }
@@ -41,17 +46,39 @@ fn failing(how: &'static str) -> impl FnMut(&[f64], &mut [f64]) -> Result<(), i3
     }
 }
 
+const CASES: [(&str, &str); 5] = [
+    ("segfault", "SIGSEGV"),
+    ("abort", "SIGABRT"),
+    ("exit", "called exit(3)"),
+    ("hang", "timed out after 0.300 s"),
+    ("sigfpe", "SIGFPE"),
+];
+
 #[test]
-fn failures_are_reported_and_the_host_survives() {
-    let cases = [
-        ("segfault", "SIGSEGV"),
-        ("abort", "SIGABRT"),
-        ("exit", "called exit(3)"),
-        ("hang", "timed out after 0.300 s"),
-        ("sigfpe", "SIGFPE"),
-    ];
-    for (how, expected) in cases {
-        let mut f = failing(how);
+fn a_failure_on_a_nan_probe_is_worked_around_and_the_host_survives() {
+    // Input 1 is NaN-intolerant: its probes are split, then it is perturbed instead.
+    for (how, _) in CASES {
+        for strategy in [Strategy::OneHot, Strategy::Payload] {
+            let mut f = failing(how, |x| x[1].is_nan());
+            let options = TraceOptions {
+                strategy,
+                ..isolated(Some(Duration::from_millis(300)))
+            };
+            let p = trace(&mut f, 3, &[1.0, 2.0, 3.0], &options).unwrap();
+            assert_eq!(p.col_idx(), &[0, 1, 2], "{how} {strategy:?}");
+            assert_eq!(p.report.failed_columns, [1], "{how}");
+            assert!(p.report.failed_evaluations >= 1);
+            let k = p.row_ptr()[1];
+            assert_eq!(p.kinds()[k], nanprop::EntryKind::Perturbation, "{how}");
+        }
+    }
+}
+
+#[test]
+fn a_failure_at_a_finite_point_is_an_error_naming_it_and_the_host_survives() {
+    // The verification step moves input 1 up from 2: a finite point, which cannot be split.
+    for (how, expected) in CASES {
+        let mut f = failing(how, |x| x[1] > 2.0);
         let e = trace(
             &mut f,
             3,
@@ -62,7 +89,8 @@ fn failures_are_reported_and_the_host_survives() {
         assert_eq!(e.kind, ErrorKind::BlackBox, "{how}");
         assert!(e.message.contains(expected), "{how}: {}", e.message);
         assert!(
-            e.message.contains("the probe tagging input 1"),
+            e.message
+                .contains("the verification of the probe tagging input 1"),
             "{how}: {}",
             e.message
         );

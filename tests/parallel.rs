@@ -113,19 +113,25 @@ fn process_workers_do_not_share_state_and_failures_are_named() {
         "every evaluation ran in a worker"
     );
 
-    let mut crashes = |x: &[f64], y: &mut [f64]| {
-        if x[5].is_nan() {
-            // SAFETY (of the test's intent): an invalid address, to crash the worker.
-            unsafe { std::ptr::write_volatile(16 as *mut f64, 1.0) };
+    // A worker crashing on a NaN in input 5 is worked around; at a finite point it is an error.
+    let crash_if = |trigger: fn(f64) -> bool| {
+        move |x: &[f64], y: &mut [f64]| {
+            if trigger(x[5]) {
+                // SAFETY (of the test's intent): an invalid address, to crash the worker.
+                unsafe { std::ptr::write_volatile(16 as *mut f64, 1.0) };
+            }
+            y.copy_from_slice(x);
+            Ok(())
         }
-        y.copy_from_slice(x);
-        Ok(())
     };
     let opts = TraceOptions {
         strategy: Strategy::OneHot,
         ..Default::default()
     };
-    let e = trace(&mut crashes, 12, &x0, &processes(&opts, 3)).unwrap_err();
+    let p = trace(&mut crash_if(f64::is_nan), 12, &x0, &processes(&opts, 3)).unwrap();
+    assert_eq!(p.nnz(), 12);
+    assert_eq!(p.report.failed_columns, [5]);
+    let e = trace(&mut crash_if(|v| v > 1.0), 12, &x0, &processes(&opts, 3)).unwrap_err();
     assert_eq!(e.kind, ErrorKind::BlackBox);
     assert!(
         e.message.contains("SIGSEGV") && e.message.contains("input 5"),

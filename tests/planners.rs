@@ -266,7 +266,8 @@ fn a_changed_finite_output_counts_as_a_dependency() {
 #[test]
 fn black_box_contract_breaches_are_errors() {
     let x0 = [1.0, 2.0, 3.0];
-    let mut fails_on_probe = |x: &[f64], y: &mut [f64]| {
+    // A code that refuses NaN in input 1 (returns an error code): worked around.
+    let mut refuses_nan = |x: &[f64], y: &mut [f64]| {
         y.copy_from_slice(x);
         if x[1].is_nan() {
             Err(7)
@@ -274,16 +275,23 @@ fn black_box_contract_breaches_are_errors() {
             Ok(())
         }
     };
-    let e = trace(
-        &mut fails_on_probe,
-        3,
-        &x0,
-        &TraceOptions {
-            strategy: Strategy::OneHot,
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
+    let one_hot = TraceOptions {
+        strategy: Strategy::OneHot,
+        ..Default::default()
+    };
+    let p = trace(&mut refuses_nan, 3, &x0, &one_hot).unwrap();
+    assert_eq!(p.col_idx(), &[0, 1, 2]);
+    assert_eq!(p.report.failed_columns, [1]);
+    // The same code failing at a finite point (the verification moves input 1 up): an error.
+    let mut fails_above = |x: &[f64], y: &mut [f64]| {
+        y.copy_from_slice(x);
+        if x[1] > 2.0 {
+            Err(7)
+        } else {
+            Ok(())
+        }
+    };
+    let e = trace(&mut fails_above, 3, &x0, &one_hot).unwrap_err();
     assert_eq!(e.kind, nanprop::ErrorKind::BlackBox);
     assert!(
         e.message.contains("returned 7") && e.message.contains("input 1"),

@@ -219,3 +219,83 @@ fn budget_never_uses_half_a_verification() {
         }
     }
 }
+
+/// The legacy NaN guard on a combination of two inputs that vanishes at x0: NaN is absorbed
+/// (the guard sets the combination to 0, its value at x0), so NaN tracing sees nothing, and a
+/// verification step that moves both inputs by equal or proportional amounts cancels too. Row i
+/// depends on x[2i], x[2i+1] (through the combination) and x[(2i+2) mod n].
+fn guarded_combination(
+    combine: fn(f64, f64) -> f64,
+) -> impl FnMut(&[f64], &mut [f64]) -> Result<(), i32> {
+    move |x: &[f64], y: &mut [f64]| {
+        let n = x.len();
+        for (i, yi) in y.iter_mut().enumerate() {
+            let mut d = combine(x[2 * i], x[2 * i + 1]);
+            if d.is_nan() {
+                d = 0.0; // legacy NaN guard
+            }
+            *yi = d + d * d * d + 0.1 * x[(2 * i + 2) % n];
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn combinations_that_vanish_at_x0_are_found_by_independent_random_steps() {
+    let m = 50;
+    let n = 2 * m;
+    let truth = |p: &Pattern| {
+        (0..m).all(|i| {
+            let mut want = vec![2 * i as u32, 2 * i as u32 + 1, ((2 * i + 2) % n) as u32];
+            want.sort_unstable();
+            p.row(i) == want
+        })
+    };
+    // x_a - x_b at equal values, x_a + x_b at opposite values, x_a - 2 x_b at x_a = 2 x_b
+    // (where steps proportional to x0 cancel).
+    type Combine = fn(f64, f64) -> f64;
+    type Point = fn(usize) -> f64;
+    let cases: [(&str, Combine, Point); 3] = [
+        ("difference at equal values", |a, b| a - b, |_| 1.0),
+        (
+            "sum at opposite values",
+            |a, b| a + b,
+            |j| if j % 2 == 0 { 1.5 } else { -1.5 },
+        ),
+        (
+            "x_a - 2 x_b at x_a = 2 x_b",
+            |a, b| a - 2.0 * b,
+            |j| if j % 2 == 0 { 2.0 } else { 1.0 },
+        ),
+    ];
+    for (name, combine, point) in cases {
+        let x0: Vec<f64> = (0..n).map(point).collect();
+        for strategy in [Strategy::Payload, Strategy::OneHot] {
+            for seed in [0, 1, 2] {
+                let options = TraceOptions {
+                    strategy,
+                    seed,
+                    ..Default::default()
+                };
+                let p = trace(&mut guarded_combination(combine), m, &x0, &options).unwrap();
+                assert!(
+                    truth(&p),
+                    "{name}, {strategy:?}, seed {seed}: {:?}",
+                    p.row(0)
+                );
+            }
+        }
+    }
+    // At a random point the combination does not vanish: NaN tracing alone finds it.
+    let x0: Vec<f64> = (0..n)
+        .map(|j| 0.3 + ((j * 7919) % 101) as f64 / 37.0)
+        .collect();
+    let p = trace(
+        &mut guarded_combination(|a, b| a - b),
+        m,
+        &x0,
+        &TraceOptions::default(),
+    )
+    .unwrap();
+    assert!(truth(&p));
+}

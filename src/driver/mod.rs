@@ -31,8 +31,8 @@ pub mod worker;
 
 use crate::error::Result;
 use crate::trace::journal::RequestKey;
-use std::fmt;
-use std::time::Duration;
+
+pub use crate::trace::failure::Failure;
 
 /// A function y = f(x) with n inputs and m outputs.
 pub trait BlackBox {
@@ -82,72 +82,6 @@ impl<F: SyncBlackBox> BlackBox for ThreadSafe<F> {
     }
     fn shared(&self) -> Option<&dyn SyncBlackBox> {
         Some(&self.0)
-    }
-}
-
-/// Why one evaluation gave no outputs. Its text completes "the black box ... on <request>".
-#[derive(Clone, Debug, PartialEq)]
-pub enum Failure {
-    /// f returned this nonzero code.
-    Returned(i32),
-    /// The worker process running f was killed by this signal.
-    Signal(i32),
-    /// f called `exit()` with this status (its worker process ended before f returned).
-    Exited(i32),
-    /// f ran longer than the timeout and was killed.
-    TimedOut(Duration),
-    /// f (Rust code) panicked in a worker process.
-    Panicked,
-    /// f changed its input `x[j]`.
-    ChangedInput(usize),
-    /// f wrote past `y[m-1]`.
-    WrotePast {
-        /// The number of outputs.
-        m: usize,
-    },
-    /// f did not write `y[i]` (or read it before writing it).
-    Unwritten(usize),
-    /// f could not be run at all (a fork failed); the words say why.
-    NotRun(String),
-}
-
-impl Failure {
-    /// Whether the failure may be caused by the inputs (a code, a crash, a hang), as opposed
-    /// to a breach of the contract or an executor that could not run f.
-    pub fn input_dependent(&self) -> bool {
-        matches!(
-            self,
-            Failure::Returned(_)
-                | Failure::Signal(_)
-                | Failure::Exited(_)
-                | Failure::TimedOut(_)
-                | Failure::Panicked
-        )
-    }
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Failure::Returned(code) => write!(f, "returned {code}"),
-            Failure::Signal(sig) => write!(f, "was killed by {}", worker::signal_name(*sig)),
-            Failure::Exited(code) => {
-                write!(
-                    f,
-                    "called exit({code}) (its process ended before returning)"
-                )
-            }
-            Failure::TimedOut(limit) => {
-                write!(f, "timed out after {:.3} s (killed)", limit.as_secs_f64())
-            }
-            Failure::Panicked => write!(f, "panicked"),
-            Failure::ChangedInput(j) => write!(f, "changed its input x[{j}]"),
-            Failure::WrotePast { m } => write!(f, "wrote past y[{}] (m = {m})", m - 1),
-            Failure::Unwritten(i) => {
-                write!(f, "did not write y[{i}] (or read it before writing it)")
-            }
-            Failure::NotRun(why) => write!(f, "could not be run: {why}"),
-        }
     }
 }
 

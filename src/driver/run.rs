@@ -8,9 +8,12 @@
 //!         write their inputs           // x0 with tagged NaNs, or a verification point
 //!         executor.run(batch, |k, evaluation| match evaluation {
 //!             Done(y)   => session.tell(id, y) and report progress   // tell journals it
-//!             Failed(f) => error "the black box <f> on <the request in words>"
+//!             Failed(f) => a NaN probe failing in a way its inputs may cause: kept for later;
+//!                          anything else: error "the black box <f> on <the request in words>"
 //!             Pending   => count it
 //!         })
+//!         the kept failures, in id order: session.fail(id, f)  // splits the probe; its parts
+//!                                                           // come with the next ask
 //!     }
 //!     pending? stop with ErrorKind::Waiting, after handing out the whole step
 //! }
@@ -45,6 +48,7 @@ pub fn run(
         }
         let planned = session.evaluations() + ids.len();
         let mut pending = 0;
+        let mut failed = Vec::new();
         for part in ids.chunks(capacity) {
             let len = part.len() * n;
             if inputs.len() < len {
@@ -69,15 +73,22 @@ pub fn run(
                     });
                     Ok(())
                 }
-                Evaluation::Failed(failure) => Err(Error::new(
-                    ErrorKind::BlackBox,
-                    format!("the black box {failure} on {}", session.describe(part[k])),
-                )),
+                Evaluation::Failed(failure) if session.recoverable(part[k], &failure) => {
+                    failed.push((part[k], failure));
+                    Ok(())
+                }
+                Evaluation::Failed(failure) => session.fail(part[k], &failure),
                 Evaluation::Pending => {
                     pending += 1;
                     Ok(())
                 }
             })?;
+        }
+        // Failures worked around by splitting, in request order (the parts' ids then do not
+        // depend on which worker finished first).
+        failed.sort_by_key(|(id, _)| *id);
+        for (id, failure) in failed {
+            session.fail(id, &failure)?;
         }
         if pending > 0 {
             return Err(Error::new(

@@ -265,18 +265,3 @@ impl Backoff {
         self.0 = (self.0 * 2).min(Duration::from_millis(5));
     }
 }
-
-/// The name of a signal, with what it usually means for a numerical code.
-pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGSEGV => "SIGSEGV (segmentation fault)",
-        libc::SIGBUS => "SIGBUS (bus error)",
-        libc::SIGFPE => "SIGFPE (floating-point exception: a trap on NaN or a division)",
-        libc::SIGABRT => "SIGABRT (abort)",
-        libc::SIGILL => "SIGILL (illegal instruction)",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        _ => return format!("signal {sig}"),
-    };
-    name.to_string()
-}

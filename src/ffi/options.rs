@@ -51,8 +51,9 @@ pub struct nanprop_options {
     /// clamps, isnan guards, branches) do not hide dependencies; doubles the evaluations.
     /// 0: NaN tracing alone.
     pub verify: u32,
-    /// Relative verification step: h_j = verify_step * max(|x0_j|, 1), sign of x0_j; 0 means the
-    /// default 1e-3.
+    /// Relative verification step: h_j = r_j * verify_step * max(|x0_j|, 1), sign of x0_j, with
+    /// r_j drawn in [0.5, 1.5) for every input of every verification from `seed` (so that no
+    /// combination of inputs cancels); 0 means the default 1e-3.
     pub verify_step: f64,
     /// An output counts as changed (by a NaN probe or by the verification step) only when it
     /// moves by more than verify_tolerance * max(|y|, 1) or stops being finite; 0 (default):
@@ -64,7 +65,7 @@ pub struct nanprop_options {
     pub sample_points: usize,
     /// Relative scale of the sampled points (default 0.1).
     pub sample_scale: f64,
-    /// Seed of the sampled points (default 0).
+    /// Seed of the sampled points and of the verification steps (default 0).
     pub seed: u64,
     /// 1: run every evaluation in a forked worker process, so that a crash, abort, exit() or
     /// hang of the black box becomes NANPROP_ERR_BLACKBOX naming the signal or the timeout and

@@ -179,6 +179,35 @@ pub unsafe extern "C" fn nanprop_pattern_nonfinite_rows(
     })
 }
 
+/// Number of inputs whose NaN alone made f fail (NaN-intolerant: it returned nonzero, crashed,
+/// exited or timed out whenever that input was NaN). Their dependencies were found by finite
+/// perturbation instead (kind NANPROP_ENTRY_PERTURBATION); 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_pattern_num_failed_columns(p: *const nanprop_pattern) -> usize {
+    // SAFETY: as documented.
+    unsafe {
+        pattern_count("nanprop_pattern_num_failed_columns", p, |p| {
+            p.report.failed_columns.len()
+        })
+    }
+}
+
+/// Copies the 0-based indices of the NaN-intolerant inputs, increasing, into `cols`
+/// (`nanprop_pattern_num_failed_columns` entries; may be NULL when there are none).
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL pattern or array.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_pattern_failed_columns(
+    p: *const nanprop_pattern,
+    cols: *mut usize,
+) -> nanprop_status {
+    guarded("nanprop_pattern_failed_columns", || {
+        // SAFETY (both): arrays sized as documented.
+        let p = unsafe { pattern_ref(p)? };
+        unsafe { copy_indices(cols, &p.report.failed_columns, "cols") }
+    })
+}
+
 /// Makes a pattern from CSR arrays, 0-based: `row_ptr` has m + 1 nondecreasing entries from 0
 /// to nnz, each row's `col_idx` entries are strictly increasing and below n. `*out` receives
 /// the pattern (NULL on failure). `col_idx` may be NULL when nnz is 0.

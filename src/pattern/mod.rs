@@ -64,6 +64,12 @@ pub struct TraceReport {
     pub steps: usize,
     /// Whether the evaluation budget stopped the trace early.
     pub budget_exhausted: bool,
+    /// Evaluations that failed and were worked around by splitting their probe (included in
+    /// `evaluations`; [`crate::trace::split`]).
+    pub failed_evaluations: usize,
+    /// Inputs whose NaN alone made the black box fail (NaN-intolerant), increasing: their
+    /// dependencies were found by finite perturbation ([`EntryKind::Perturbation`]).
+    pub failed_columns: Vec<u32>,
 }
 
 /// A sparsity pattern of an m x n Jacobian in CSR form.
@@ -210,6 +216,14 @@ impl Pattern {
             steps: r.steps + s.steps,
             replayed: r.replayed + s.replayed,
             budget_exhausted: r.budget_exhausted || s.budget_exhausted,
+            failed_evaluations: r.failed_evaluations + s.failed_evaluations,
+            failed_columns: {
+                let mut c = r.failed_columns.clone();
+                c.extend_from_slice(&s.failed_columns);
+                c.sort_unstable();
+                c.dedup();
+                c
+            },
         };
         Ok(Pattern {
             m: self.m,

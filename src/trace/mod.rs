@@ -6,11 +6,14 @@
 //! * [`session`]: [`TraceSession`], the baseline, a planner, verification, the budget.
 //! * [`points`]: the caller's points and those sampled around them.
 //! * [`journal`]: evaluations on disk, replayed by the session.
+//! * [`split`]: failure-tolerant probing (a failed NaN probe split down to single inputs).
 
+pub mod failure;
 pub mod journal;
 pub mod options;
 pub mod points;
 pub mod session;
+pub mod split;
 
 pub use options::{NonFiniteBaseline, Strategy, TraceOptions};
 pub use session::{Request, RequestKind, TraceSession};

@@ -59,7 +59,7 @@ pub struct TraceOptions {
     pub sample_points: usize,
     /// Relative scale of the sampled points (default 0.1; finite and positive when used).
     pub sample_scale: f64,
-    /// Seed of the sampled points (default 0).
+    /// Seed of the sampled points and of the verification steps' random sizes (default 0).
     pub seed: u64,
     // --- how the evaluations run (crate::driver)
     /// Evaluate the requests of each step on this many threads at once (0 or 1: one at a

@@ -23,12 +23,25 @@
 //! holds NaN. But NaN can be absorbed (`fmin`, clamps, `isnan` guards, a branch whose NaN path
 //! gives the baseline value), and then the zero is wrong. With [`TraceOptions::verify`] (the
 //! default) every probe is asked twice: with its tagged NaNs, and with the finite point
-//! `x0_j + h_j` on the same inputs, `h_j = verify_step * max(|x0_j|, 1)` with the sign of `x0_j`.
+//! `x0_j + h_j` on the same inputs, `h_j = r_j * verify_step * max(|x0_j|, 1)` in the direction
+//! of the sign of `x0_j`, where `r_j` is drawn in [0.5, 1.5) for each input of each request
+//! from [`TraceOptions::seed`]. The independent magnitudes matter: a guard on `x_a - x_b` at
+//! equal values, on `x_a + x_b` at opposite values, or on any combination that vanishes at
+//! `x0`, absorbs the NaN *and* cancels a step that moves its inputs by equal or proportional
+//! amounts; with independent steps it cancels only by chance of measure zero.
 //! An output that the NaNs left unchanged but the finite step changed (bit for bit, or beyond
 //! [`TraceOptions::verify_tolerance`]) absorbed a NaN: the planner is told so
 //! ([`crate::probe::Hit::Perturbed`]) and resolves it like any other change, and the entries it
 //! finds that way are reported as [`EntryKind::Perturbation`]. Verification doubles the
-//! evaluations; [`TraceReport::verification_evaluations`] counts its share.
+//! evaluations; [`TraceReport::verification_evaluations`] counts its share. The step goes one
+//! way: a kink that only the other side of `x0` shows (a clamp at an upper bound with `x0 > 0`)
+//! is not seen.
+//!
+//! # Failures
+//!
+//! A NaN request whose evaluation fails in a way its inputs may cause is split, down to single
+//! inputs, and a NaN-intolerant input is perturbed instead ([`crate::trace::split`],
+//! [`TraceSession::fail`]).
 //!
 //! A zero that neither NaN nor the finite step can see (a derivative that vanishes on a whole
 //! neighbourhood of `x0`, such as the inactive side of `fmin` or a rounded value) stays a zero:
@@ -44,8 +57,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::pattern::{check_dims, EntryKind, Pattern, PatternBuilder, TraceReport};
 use crate::planner::{chunked::Chunked, refine::Refine, Planner};
 use crate::probe::Probe;
+use crate::trace::failure::Failure;
 use crate::trace::journal::{self, Fnv, Journal, RequestKey};
 use crate::trace::options::{NonFiniteBaseline, Strategy, TraceOptions};
+use crate::trace::split::{Merge, Part, PERTURBATION_POINTS};
 use bitvec::prelude::*;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -57,7 +72,9 @@ pub enum RequestKind {
     Baseline,
     /// f at `x0` with the probe's inputs replaced by tagged NaNs ([`Probe::write_tags`]).
     Nan,
-    /// f at `x0` with each input `j` of the probe set to [`TraceSession::finite_value`]`(j)`.
+    /// f at `x0` with each input `j` of the probe set to
+    /// [`TraceSession::finite_value`]`(id, j)`: a probe's verification, or a perturbation of a
+    /// NaN-intolerant input ([`crate::trace::split`]).
     Finite,
 }
 
@@ -68,6 +85,14 @@ pub struct Request<'a> {
     pub probe: &'a Probe,
     /// How they change.
     pub kind: RequestKind,
+}
+
+/// The first-told half of a verification pair.
+enum Half {
+    /// The NaN request's outputs, and rows found by perturbing NaN-intolerant inputs.
+    Nan(Vec<f64>, Vec<u32>),
+    /// The verification request's outputs.
+    Finite(Vec<f64>),
 }
 
 enum Stage {
@@ -84,10 +109,21 @@ pub struct TraceSession {
     options: TraceOptions,
     stage: Stage,
     probes: Vec<Probe>,
-    /// Requests of the current step told so far: one per probe, two with verification.
+    /// Requests of the current step told (or failed) so far: one per probe, two with
+    /// verification, then the parts of failed requests.
     told: BitVec,
-    /// Outputs of half-told probes (verification pairs), by request id.
-    pending: HashMap<usize, Vec<f64>>,
+    /// Requests below this id are the planner's probes'; from it on, `parts`.
+    static_requests: usize,
+    /// Requests made because others failed, in this step ([`crate::trace::split`]).
+    parts: Vec<Part>,
+    /// Failed requests whose parts are outstanding, by id.
+    merges: HashMap<usize, Merge>,
+    /// Inputs whose NaN alone made f fail.
+    failed_columns: Vec<u32>,
+    /// For each NaN-intolerant input whose perturbations are done: the rows they changed.
+    intolerant: HashMap<u32, Vec<u32>>,
+    /// Half-told verification pairs, by probe.
+    pending: HashMap<usize, Half>,
     baseline: Vec<f64>,
     baseline_rows: Option<BitVec>,
     report: TraceReport,
@@ -157,6 +193,11 @@ impl TraceSession {
             stage: Stage::Baseline,
             probes: vec![Probe::new(Vec::new(), n)],
             told: bitvec![0; 1],
+            static_requests: 1,
+            parts: Vec::new(),
+            merges: HashMap::new(),
+            failed_columns: Vec::new(),
+            intolerant: HashMap::new(),
             pending: HashMap::new(),
             baseline: Vec::new(),
             baseline_rows: None,
@@ -178,10 +219,22 @@ impl TraceSession {
     /// of the probe tagging ...".
     pub fn describe(&self, id: usize) -> String {
         let r = self.request(id);
-        match r.kind {
-            RequestKind::Finite => format!("the verification of {}", r.probe.describe()),
+        match (r.kind, self.perturbation_of(id)) {
+            (RequestKind::Finite, Some(p)) => format!(
+                "perturbation {} of input {}, whose NaN alone makes the black box fail",
+                p + 1,
+                r.probe.cols()[0]
+            ),
+            (RequestKind::Finite, None) => format!("the verification of {}", r.probe.describe()),
             _ => r.probe.describe(),
         }
+    }
+
+    /// For a perturbation of a NaN-intolerant input, its number.
+    fn perturbation_of(&self, id: usize) -> Option<usize> {
+        id.checked_sub(self.static_requests)
+            .and_then(|k| self.parts.get(k))
+            .and_then(|p| p.perturbation)
     }
 
     /// What a journal record of request `id` must match: its kind and its probe's inputs.
@@ -265,7 +318,10 @@ impl TraceSession {
                     }
                     self.probes = planner.ask()?;
                     let per = self.per_probe_planning();
-                    self.told = bitvec![0; self.probes.len() * per];
+                    self.static_requests = self.probes.len() * per;
+                    self.told = bitvec![0; self.static_requests];
+                    self.parts.clear();
+                    self.merges.clear();
                     if self.probes.is_empty() {
                         self.stage = Stage::Done(planner);
                         return Ok(Vec::new());
@@ -273,13 +329,14 @@ impl TraceSession {
                     self.report.steps += 1;
                     self.step += 1;
                     self.stage = Stage::Planning(planner);
+                    self.set_aside_intolerant()?;
                 }
             }
         }
         let per = self.per_probe();
         let mut budget = self.remaining();
         let mut ids = Vec::new();
-        for k in 0..self.told.len() / per {
+        for k in 0..self.static_requests / per {
             let untold: Vec<usize> = (k * per..(k + 1) * per)
                 .filter(|&id| !self.told[id])
                 .collect();
@@ -293,6 +350,8 @@ impl TraceSession {
             budget -= untold.len();
             ids.extend(untold);
         }
+        // The parts of failed requests: the requests they stand in for were already allowed.
+        ids.extend((self.static_requests..self.told.len()).filter(|&id| !self.told[id]));
         Ok(ids)
     }
 
@@ -309,6 +368,16 @@ impl TraceSession {
     /// # Panics
     /// If `id` is not an index [`TraceSession::ask`] returned for this step.
     pub fn request(&self, id: usize) -> Request<'_> {
+        if let Some(part) = id.checked_sub(self.static_requests).map(|k| &self.parts[k]) {
+            let kind = match part.perturbation {
+                Some(_) => RequestKind::Finite,
+                None => RequestKind::Nan,
+            };
+            return Request {
+                probe: &part.probe,
+                kind,
+            };
+        }
         let per = self.per_probe();
         let kind = match (&self.stage, id % per) {
             (Stage::Baseline, _) => RequestKind::Baseline,
@@ -321,11 +390,28 @@ impl TraceSession {
         }
     }
 
-    /// The value of input `j` in a [`RequestKind::Finite`] request: `x0_j + h_j` (module docs).
-    pub fn finite_value(&self, j: usize) -> f64 {
+    /// The value of input `j` in the [`RequestKind::Finite`] request `id`: `x0_j + h_j`, with
+    /// `h_j = r * verify_step * max(|x0_j|, 1)` in the direction of the sign of `x0_j` (+ at 0),
+    /// `r` drawn in [0.5, 1.5) for this input of this request from the options' seed, so that
+    /// no combination of inputs moves by equal or proportional steps (module docs). The
+    /// perturbations of a NaN-intolerant input go up, down, and up by ten times more.
+    pub fn finite_value(&self, id: usize, j: usize) -> f64 {
         let x = self.x0[j];
         let sign = if x < 0.0 { -1.0 } else { 1.0 };
-        x + self.options.verify_step * x.abs().max(1.0) * sign
+        let (direction, scale) = match self.perturbation_of(id).map(|p| p % PERTURBATION_POINTS) {
+            Some(1) => (-1.0, 1.0),
+            Some(2) => (1.0, 10.0),
+            _ => (1.0, 1.0),
+        };
+        let r = 0.5
+            + crate::rng::unit_from(&[
+                self.options.seed,
+                self.point,
+                self.step,
+                id as u64,
+                j as u64,
+            ]);
+        x + self.options.verify_step * x.abs().max(1.0) * sign * direction * scale * r
     }
 
     /// Writes the input of request `id` into `x` (n values): `x0`, with the probe's tagged NaNs
@@ -343,7 +429,7 @@ impl TraceSession {
                 .probe
                 .cols()
                 .iter()
-                .for_each(|&j| x[j as usize] = self.finite_value(j as usize)),
+                .for_each(|&j| x[j as usize] = self.finite_value(id, j as usize)),
         }
     }
 
@@ -416,39 +502,205 @@ impl TraceSession {
         if kind == RequestKind::Baseline {
             return self.tell_baseline(y);
         }
-        let per = self.per_probe();
-        let k = id / per;
         // With a tolerance, a finite output within it of its baseline counts as unchanged, in
         // the NaN probe as in its verification.
         let y = self.within_tolerance(y, kind);
-        let (y_nan, perturbed): (Cow<[f64]>, Vec<u32>) = if per == 1 {
-            (y, Vec::new())
-        } else {
-            let twin = k * per + usize::from(kind == RequestKind::Nan);
-            let Some(other) = self.pending.remove(&twin) else {
-                self.pending.insert(id, y.into_owned());
-                return Ok(());
-            };
-            let (y_nan, y_fin): (Cow<[f64]>, Cow<[f64]>) = if kind == RequestKind::Nan {
-                (y, Cow::Owned(other))
-            } else {
-                (Cow::Owned(other), y)
-            };
-            let base = &self.baseline;
-            let perturbed = (0..self.m)
-                .filter(|&i| {
-                    base[i].is_finite()
-                        && base[i].to_bits() == y_nan[i].to_bits()
-                        && self.changed(base[i], y_fin[i])
-                })
-                .map(|i| i as u32)
-                .collect();
-            (y_nan, perturbed)
-        };
+        if id >= self.static_requests {
+            return self.tell_part(id, &y);
+        }
+        let k = id / self.per_probe();
+        match kind {
+            RequestKind::Nan => self.nan_told(k, y, Vec::new()),
+            _ => self.finite_told(k, y),
+        }
+    }
+
+    /// The NaN half of probe `k` is known: its outputs, and the rows found by perturbing its
+    /// NaN-intolerant inputs.
+    fn nan_told(&mut self, k: usize, y_nan: Cow<[f64]>, extra: Vec<u32>) -> Result<()> {
+        if self.per_probe() == 1 {
+            return self.planner_tell(k, &y_nan, &extra);
+        }
+        match self.pending.remove(&k) {
+            Some(Half::Finite(y_fin)) => {
+                let perturbed = self.absorbed(&y_nan, &y_fin, extra);
+                self.planner_tell(k, &y_nan, &perturbed)
+            }
+            _ => {
+                self.pending.insert(k, Half::Nan(y_nan.into_owned(), extra));
+                Ok(())
+            }
+        }
+    }
+
+    /// The verification half of probe `k` is known.
+    fn finite_told(&mut self, k: usize, y_fin: Cow<[f64]>) -> Result<()> {
+        match self.pending.remove(&k) {
+            Some(Half::Nan(y_nan, extra)) => {
+                let perturbed = self.absorbed(&y_nan, &y_fin, extra);
+                self.planner_tell(k, &y_nan, &perturbed)
+            }
+            _ => {
+                self.pending.insert(k, Half::Finite(y_fin.into_owned()));
+                Ok(())
+            }
+        }
+    }
+
+    /// Rows the NaNs left unchanged but the finite step changed, with `extra` (sorted).
+    fn absorbed(&self, y_nan: &[f64], y_fin: &[f64], mut extra: Vec<u32>) -> Vec<u32> {
+        let base = &self.baseline;
+        extra.extend((0..self.m).filter_map(|i| {
+            (base[i].is_finite()
+                && base[i].to_bits() == y_nan[i].to_bits()
+                && self.changed(base[i], y_fin[i]))
+            .then_some(i as u32)
+        }));
+        extra.sort_unstable();
+        extra.dedup();
+        extra
+    }
+
+    fn planner_tell(&mut self, k: usize, y_nan: &[f64], perturbed: &[u32]) -> Result<()> {
         let Stage::Planning(planner) = &mut self.stage else {
             unreachable!("probes are told only while planning")
         };
-        self.report.via_float += planner.tell(k, &self.probes[k], &y_nan, &perturbed);
+        self.report.via_float += planner.tell(k, &self.probes[k], y_nan, perturbed);
+        Ok(())
+    }
+
+    /// A part of a failed request told its outputs.
+    fn tell_part(&mut self, id: usize, y: &[f64]) -> Result<()> {
+        let part = &self.parts[id - self.static_requests];
+        let parent = part.parent;
+        if part.perturbation.is_some() {
+            let rows: Vec<u32> = (0..self.m)
+                .filter(|&i| self.baseline[i].is_finite() && self.changed(self.baseline[i], y[i]))
+                .map(|i| i as u32)
+                .collect();
+            let baseline = self.baseline.clone();
+            return self.merge_into(parent, &baseline, &rows);
+        }
+        self.merge_into(parent, y, &[])
+    }
+
+    /// Merges a part's outputs into the failed request `parent` it stands in for; when all its
+    /// parts are in, the failed request is answered (and so on up).
+    fn merge_into(&mut self, parent: usize, y: &[f64], perturbed: &[u32]) -> Result<()> {
+        let anonymous = self.n > crate::codec::MAX_ID as usize;
+        let merge = self
+            .merges
+            .get_mut(&parent)
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "a part without its failed request"))?;
+        merge.take_tagged(y, &self.baseline, perturbed, anonymous);
+        merge.waiting -= 1;
+        if merge.waiting > 0 {
+            return Ok(());
+        }
+        let merge = self.merges.remove(&parent).expect("present");
+        let column = merge.column;
+        let (y, perturbed) = merge.outputs(&self.baseline);
+        if let Some(c) = column {
+            self.intolerant.insert(c, perturbed.clone());
+        }
+        if parent < self.static_requests {
+            let k = parent / self.per_probe();
+            return self.nan_told(k, Cow::Owned(y), perturbed);
+        }
+        let grandparent = self.parts[parent - self.static_requests].parent;
+        self.merge_into(grandparent, &y, &perturbed)
+    }
+
+    /// The NaN requests of a new step that hold known NaN-intolerant inputs are not evaluated
+    /// as they are: each becomes a part without those inputs, merged with the rows their
+    /// perturbations changed ([`crate::trace::split`]).
+    fn set_aside_intolerant(&mut self) -> Result<()> {
+        if self.intolerant.is_empty() {
+            return Ok(());
+        }
+        let per = self.per_probe();
+        for k in 0..self.probes.len() {
+            let cols = self.probes[k].cols();
+            if !cols.iter().any(|c| self.intolerant.contains_key(c)) {
+                continue;
+            }
+            let (bad, rest): (Vec<u32>, Vec<u32>) =
+                cols.iter().partition(|c| self.intolerant.contains_key(c));
+            let id = k * per;
+            self.told.set(id, true);
+            let mut merge = Merge::new(usize::from(!rest.is_empty()));
+            for c in &bad {
+                merge.perturbed.extend_from_slice(&self.intolerant[c]);
+            }
+            if rest.is_empty() {
+                let (y, perturbed) = merge.outputs(&self.baseline);
+                self.nan_told(k, Cow::Owned(y), perturbed)?;
+                continue;
+            }
+            self.parts.push(Part {
+                probe: Probe::new(rest, self.n),
+                perturbation: None,
+                parent: id,
+            });
+            self.merges.insert(id, merge);
+        }
+        self.told
+            .resize(self.static_requests + self.parts.len(), false);
+        Ok(())
+    }
+
+    /// Whether a failed evaluation of request `id` is one the session works around: a NaN
+    /// request failing in a way its inputs may cause ([`crate::trace::split`]).
+    pub fn recoverable(&self, id: usize, failure: &Failure) -> bool {
+        self.outstanding(id)
+            && self.request(id).kind == RequestKind::Nan
+            && failure.input_dependent()
+    }
+
+    /// The evaluation of request `id` failed. A NaN request failing in a way its inputs may
+    /// cause is split into parts (halves of its inputs, or perturbations of a single input),
+    /// which the next [`TraceSession::ask`] hands out; any other failure is an error naming the
+    /// request ([`ErrorKind::BlackBox`]). Call in increasing `id` order for reproducible
+    /// request ids (journals).
+    pub fn fail(&mut self, id: usize, failure: &Failure) -> Result<()> {
+        if !self.recoverable(id, failure) {
+            return Err(Error::new(
+                ErrorKind::BlackBox,
+                format!("the black box {failure} on {}", self.describe(id)),
+            ));
+        }
+        self.told.set(id, true);
+        self.report.evaluations += 1;
+        self.report.failed_evaluations += 1;
+        let cols = self.request(id).probe.cols().to_vec();
+        let n = self.n;
+        let before = self.parts.len();
+        if cols.len() > 1 {
+            let (a, b) = cols.split_at(cols.len() / 2);
+            for half in [a, b] {
+                self.parts.push(Part {
+                    probe: Probe::new(half.to_vec(), n),
+                    perturbation: None,
+                    parent: id,
+                });
+            }
+        } else {
+            self.failed_columns.push(cols[0]);
+            for p in 0..PERTURBATION_POINTS {
+                self.parts.push(Part {
+                    probe: Probe::new(cols.clone(), n),
+                    perturbation: Some(p),
+                    parent: id,
+                });
+            }
+        }
+        let mut merge = Merge::new(self.parts.len() - before);
+        if cols.len() == 1 {
+            merge.column = Some(cols[0]);
+        }
+        self.merges.insert(id, merge);
+        self.told
+            .resize(self.static_requests + self.parts.len(), false);
         Ok(())
     }
 
@@ -527,10 +779,14 @@ impl TraceSession {
             .iter()
             .filter(|&&k| k == EntryKind::Perturbation)
             .count();
+        let mut failed_columns = self.failed_columns;
+        failed_columns.sort_unstable();
+        failed_columns.dedup();
         pattern.report = TraceReport {
             unresolved,
             found_by_perturbation,
             replayed: self.replayed,
+            failed_columns,
             ..self.report
         };
         Ok(pattern)
