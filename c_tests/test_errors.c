@@ -130,6 +130,7 @@ int main(void) {
         size_t failed[2] = {0, 0}, rp[4], ci[3];
         uint8_t kinds[3];
         CHECK(nanprop_pattern_num_failed_columns(p) == 2);
+        CHECK(nanprop_pattern_noise(p) == 0.0); /* repeated evaluations agree bit for bit */
         CHECK_STATUS(nanprop_pattern_failed_columns(p, failed), NANPROP_OK);
         CHECK(failed[0] == 1 && failed[1] == 2);
         CHECK(nanprop_pattern_nnz(p) == 3);
@@ -142,6 +143,7 @@ int main(void) {
         p = NULL;
     }
     CHECK(nanprop_pattern_num_failed_columns(NULL) == 0);
+    CHECK(nanprop_pattern_noise(NULL) == 0.0);
     /* A crash at a finite point stays an error naming the signal and the evaluation. */
     o.strategy = NANPROP_STRATEGY_ONE_HOT;
     CHECK_STATUS(nanprop_trace(crashes_above_one, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_BLACKBOX);

@@ -378,6 +378,14 @@ size_t nanprop_pattern_num_failed_columns(const nanprop_pattern *p);
 nanprop_status nanprop_pattern_failed_columns(const nanprop_pattern *p, size_t *cols);
 
 /**
+ * The estimated relative noise of f's outputs: the largest relative change that
+ * `verify_tolerance` counted as none; 0 when repeated evaluations agreed bit for bit (a trace
+ * of a noisy black box without a tolerance stops with NANPROP_ERR_BLACKBOX naming the noisy
+ * outputs). 0 for NULL.
+ */
+double nanprop_pattern_noise(const nanprop_pattern *p);
+
+/**
  * Makes a pattern from CSR arrays, 0-based: `row_ptr` has m + 1 nondecreasing entries from 0
  * to nnz, each row's `col_idx` entries are strictly increasing and below n. `*out` receives
  * the pattern (NULL on failure). `col_idx` may be NULL when nnz is 0.

@@ -208,6 +208,21 @@ pub unsafe extern "C" fn nanprop_pattern_failed_columns(
     })
 }
 
+/// The estimated relative noise of f's outputs: the largest relative change that
+/// `verify_tolerance` counted as none; 0 when repeated evaluations agreed bit for bit (a trace
+/// of a noisy black box without a tolerance stops with NANPROP_ERR_BLACKBOX naming the noisy
+/// outputs). 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_pattern_noise(p: *const nanprop_pattern) -> f64 {
+    let mut noise = 0.0;
+    guarded("nanprop_pattern_noise", || {
+        // SAFETY: NULL or a live pattern, by contract.
+        noise = unsafe { pattern_ref(p)? }.report.noise;
+        Ok(())
+    });
+    noise
+}
+
 /// Makes a pattern from CSR arrays, 0-based: `row_ptr` has m + 1 nondecreasing entries from 0
 /// to nnz, each row's `col_idx` entries are strictly increasing and below n. `*out` receives
 /// the pattern (NULL on failure). `col_idx` may be NULL when nnz is 0.

@@ -44,7 +44,7 @@ impl EntryKind {
 }
 
 /// Counters of how a pattern was obtained. All zero for a pattern given by the caller.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct TraceReport {
     /// Calls of the black box, the baseline included.
     pub evaluations: usize,
@@ -70,10 +70,14 @@ pub struct TraceReport {
     /// Inputs whose NaN alone made the black box fail (NaN-intolerant), increasing: their
     /// dependencies were found by finite perturbation ([`EntryKind::Perturbation`]).
     pub failed_columns: Vec<u32>,
+    /// The estimated relative noise of the outputs: the largest relative change of an output
+    /// that a tolerance ([`crate::TraceOptions::verify_tolerance`]) counted as none; 0 when
+    /// repeated evaluations agreed bit for bit ([`crate::trace::noise`]).
+    pub noise: f64,
 }
 
 /// A sparsity pattern of an m x n Jacobian in CSR form.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Pattern {
     m: usize,
     n: usize,
@@ -217,6 +221,7 @@ impl Pattern {
             replayed: r.replayed + s.replayed,
             budget_exhausted: r.budget_exhausted || s.budget_exhausted,
             failed_evaluations: r.failed_evaluations + s.failed_evaluations,
+            noise: r.noise.max(s.noise),
             failed_columns: {
                 let mut c = r.failed_columns.clone();
                 c.extend_from_slice(&s.failed_columns);

@@ -6,10 +6,12 @@
 //! * [`session`]: [`TraceSession`], the baseline, a planner, verification, the budget.
 //! * [`points`]: the caller's points and those sampled around them.
 //! * [`journal`]: evaluations on disk, replayed by the session.
+//! * [`noise`]: outputs that change although nothing reached them.
 //! * [`split`]: failure-tolerant probing (a failed NaN probe split down to single inputs).
 
 pub mod failure;
 pub mod journal;
+pub mod noise;
 pub mod options;
 pub mod points;
 pub mod session;

@@ -502,6 +502,9 @@ impl TraceSession {
         if kind == RequestKind::Baseline {
             return self.tell_baseline(y);
         }
+        if kind == RequestKind::Nan {
+            self.check_noise(id, y)?;
+        }
         // With a tolerance, a finite output within it of its baseline counts as unchanged, in
         // the NaN probe as in its verification.
         let y = self.within_tolerance(y, kind);
@@ -707,21 +710,57 @@ impl TraceSession {
     /// `y` with finite outputs within the tolerance of the baseline set to the baseline (a NaN
     /// request) ; unchanged without a tolerance or for a verification request (which compares
     /// with the tolerance itself).
-    fn within_tolerance<'a>(&self, y: &'a [f64], kind: RequestKind) -> Cow<'a, [f64]> {
+    fn within_tolerance<'a>(&mut self, y: &'a [f64], kind: RequestKind) -> Cow<'a, [f64]> {
         let t = self.options.verify_tolerance;
         if t == 0.0 || kind != RequestKind::Nan {
             return Cow::Borrowed(y);
         }
-        y.iter()
+        let mut noise = self.report.noise;
+        let y = y
+            .iter()
             .zip(&self.baseline)
             .map(|(&v, &b)| {
                 if b.is_finite() && v.is_finite() && (v - b).abs() <= t * b.abs().max(1.0) {
+                    if v.to_bits() != b.to_bits() {
+                        noise = noise.max(crate::trace::noise::relative_change(v, b));
+                    }
                     b
                 } else {
                     v
                 }
             })
-            .collect()
+            .collect();
+        self.report.noise = noise;
+        y
+    }
+
+    /// Without a tolerance, stops a trace whose NaN request `id` shows noise-like changes in
+    /// several outputs at once ([`crate::trace::noise`]).
+    fn check_noise(&self, id: usize, y: &[f64]) -> Result<()> {
+        if self.options.verify_tolerance != 0.0 {
+            return Ok(());
+        }
+        let (rows, largest) = crate::trace::noise::noise_like(y, &self.baseline);
+        let traced = self.baseline.iter().filter(|v| v.is_finite()).count();
+        if rows.len() < crate::trace::noise::NOISY_ROWS.max(traced / 100) {
+            return Ok(());
+        }
+        let named: Vec<String> = rows.iter().take(5).map(|i| format!("y[{i}]")).collect();
+        let more = match rows.len() {
+            k if k > 5 => format!(" and {} more", k - 5),
+            _ => String::new(),
+        };
+        let suggested = (largest * 1000.0).max(1e-14);
+        Err(Error::new(
+            ErrorKind::BlackBox,
+            format!(
+                "the black box is noisy: {}{more} moved by up to {largest:.1e} (relative) on {} \
+                 although no NaN reached them; NaN tracing needs outputs that repeat bit for \
+                 bit. Set verify_tolerance above the noise (e.g. {suggested:.0e}) to trace it",
+                named.join(", "),
+                self.describe(id)
+            ),
+        ))
     }
 
     fn tell_baseline(&mut self, y: &[f64]) -> Result<()> {
