@@ -71,7 +71,7 @@ int main(void) {
     CHECK_STATUS(nanprop_session_tell(s, ids[0], y), NANPROP_OK);
     CHECK_STATUS(nanprop_session_tell(s, ids[0], y), NANPROP_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(nanprop_session_ask(s, NULL, 0, &count), NANPROP_OK); /* just the count */
-    CHECK(count > 1);
+    CHECK(count >= 1);
     nanprop_pattern *partial = NULL;
     CHECK_STATUS(nanprop_session_finish(s, &partial), NANPROP_OK); /* early: all unresolved */
     CHECK(nanprop_pattern_unresolved(partial) > 0);

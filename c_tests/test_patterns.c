@@ -179,7 +179,9 @@ int main(void) {
     }
     CHECK(evals[0] == N + 1);
     CHECK(evals[1] < N / 2);
-    CHECK(evals[2] == 1 + 2 * (evals[0] - 1) && evals[3] == 1 + 2 * (evals[1] - 1));
+    /* Verification: at most one more evaluation per probe (only probes that proved a zero). */
+    CHECK(evals[2] > evals[0] && evals[2] <= 1 + 2 * (evals[0] - 1));
+    CHECK(evals[3] > evals[1] && evals[3] <= 1 + 2 * (evals[1] - 1));
     printf("tridiagonal n = %d: one-hot %zu evaluations, payload %zu (verified: %zu, %zu)\n", N, evals[0],
            evals[1], evals[2], evals[3]);
     verify = 1;

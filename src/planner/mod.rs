@@ -31,6 +31,14 @@ pub trait Planner {
     /// how many tags came back through single precision.
     fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> usize;
 
+    /// Whether the outputs `y` of probe `k` (not told yet) prove a zero that the planner would
+    /// use: some output unchanged where the probe tests one of the row's unknown inputs. Only
+    /// such probes need verification; a probe every row it tests came out changed from proves
+    /// no zero. The default, true, verifies every probe.
+    fn claims(&self, _k: usize, _probe: &Probe, _y: &[f64]) -> bool {
+        true
+    }
+
     /// The pattern of what is known: proven dependencies, plus every entry still unresolved
     /// (kind [`crate::EntryKind::Unresolved`]). `builder` already knows the non-finite rows.
     /// Returns the pattern and how many entries are unresolved.

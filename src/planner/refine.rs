@@ -667,6 +667,29 @@ impl Planner for Refine {
         via_float
     }
 
+    fn claims(&self, k: usize, probe: &Probe, y: &[f64]) -> bool {
+        let unchanged = |i: usize| {
+            let b = self.baseline[i];
+            b.is_finite() && b.to_bits() == y[i].to_bits()
+        };
+        match self.mode {
+            Mode::OneHot => {
+                // A row claims column j zero if j is still unknown for it.
+                let j = probe.cols()[0];
+                let block = j >> self.shift;
+                (0..self.m).any(|i| {
+                    unchanged(i)
+                        && self.cand_idx[self.cand_ptr[i]..self.cand_ptr[i + 1]].contains(&block)
+                        && self.deps(i).binary_search(&j).is_err()
+                })
+            }
+            _ => (0..self.m).any(|i| {
+                unchanged(i)
+                    && self.cand_probe[self.cand_ptr[i]..self.cand_ptr[i + 1]].contains(&(k as u32))
+            }),
+        }
+    }
+
     fn finish(mut self: Box<Self>, mut builder: PatternBuilder) -> Result<(Pattern, usize)> {
         self.absorb();
         self.merge_deps()?;

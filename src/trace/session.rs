@@ -320,6 +320,11 @@ impl TraceSession {
                     let per = self.per_probe_planning();
                     self.static_requests = self.probes.len() * per;
                     self.told = bitvec![0; self.static_requests];
+                    // Verifications wait for their probe's NaN outputs: asked only if those
+                    // prove a zero (TraceSession::nan_told).
+                    for k in 0..self.probes.len() * (per - 1) {
+                        self.told.set(k * per + 1, true);
+                    }
                     self.parts.clear();
                     self.merges.clear();
                     if self.probes.is_empty() {
@@ -343,11 +348,17 @@ impl TraceSession {
             if untold.is_empty() {
                 continue;
             }
-            if untold.len() > budget {
+            // A NaN request is asked only if its verification would fit too.
+            let reserve = if per == 2 && untold[0] == k * per {
+                2
+            } else {
+                untold.len()
+            };
+            if reserve > budget {
                 self.report.budget_exhausted = true;
                 break;
             }
-            budget -= untold.len();
+            budget -= reserve;
             ids.extend(untold);
         }
         // The parts of failed requests: the requests they stand in for were already allowed.
@@ -521,9 +532,13 @@ impl TraceSession {
     /// The NaN half of probe `k` is known: its outputs, and the rows found by perturbing its
     /// NaN-intolerant inputs.
     fn nan_told(&mut self, k: usize, y_nan: Cow<[f64]>, extra: Vec<u32>) -> Result<()> {
-        if self.per_probe() == 1 {
+        let per = self.per_probe();
+        if per == 1 || !self.claims(k, &y_nan) {
+            // Nothing to verify: every row the probe tests changed.
             return self.planner_tell(k, &y_nan, &extra);
         }
+        // The verification is asked now.
+        self.told.set(k * per + 1, false);
         match self.pending.remove(&k) {
             Some(Half::Finite(y_fin)) => {
                 let perturbed = self.absorbed(&y_nan, &y_fin, extra);
@@ -562,6 +577,14 @@ impl TraceSession {
         extra.sort_unstable();
         extra.dedup();
         extra
+    }
+
+    /// Whether the NaN outputs of probe `k` prove a zero the planner would use.
+    fn claims(&self, k: usize, y_nan: &[f64]) -> bool {
+        match &self.stage {
+            Stage::Planning(planner) => planner.claims(k, &self.probes[k], y_nan),
+            _ => false,
+        }
     }
 
     fn planner_tell(&mut self, k: usize, y_nan: &[f64], perturbed: &[u32]) -> Result<()> {
