@@ -27,7 +27,11 @@ int main(void) {
     double points[8] = {1.0, 1.0, 2.0, 1.0, -1.0, 1.0, 2.0, 1.0};
     CHECK_STATUS(nanprop_trace_points(switched, NULL, 4, 2, points, 2, &o, &p), NANPROP_OK);
     CHECK(pattern_is(p, 2, 4, both));
-    CHECK(nanprop_pattern_evaluations(p) == 2 * single);
+    size_t united = nanprop_pattern_evaluations(p);
+    nanprop_pattern_free(p);
+    double x1[4] = {-1.0, 1.0, 2.0, 1.0};
+    CHECK_STATUS(nanprop_trace(switched, NULL, 4, 2, x1, &o, &p), NANPROP_OK);
+    CHECK(united == single + nanprop_pattern_evaluations(p)); /* two whole traces */
     nanprop_pattern_free(p);
     CHECK_STATUS(nanprop_trace_points(switched, NULL, 4, 2, points, 0, &o, &p), NANPROP_ERR_INVALID_ARGUMENT);
 

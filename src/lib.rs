@@ -37,7 +37,7 @@
 //! |---|---|
 //! | [`codec`], [`probe`] | NaN payloads; what one evaluation proves |
 //! | [`planner`] | which inputs to tag together (ask/tell, no I/O) |
-//! | [`trace`] | options, the session, sampled points, the journal |
+//! | [`trace`](mod@trace) | options, the session, the check, sampled points, the journal |
 //! | [`driver`] | the black box traits, the run loop, executors, the contract guard, entry points |
 //! | [`pattern`] | the CSR result, its builder, Matrix Market files, SVG pictures |
 //! | [`coloring`], [`jacobian`] | column coloring; compressed differences and plans |

@@ -76,7 +76,7 @@ fn a_failure_on_a_nan_probe_is_worked_around_and_the_host_survives() {
 
 #[test]
 fn a_failure_at_a_finite_point_is_an_error_naming_it_and_the_host_survives() {
-    // The verification step moves input 1 up from 2: a finite point, which cannot be split.
+    // The check moves input 1 up from 2: a finite point, which cannot be split.
     for (how, expected) in CASES {
         let mut f = failing(how, |x| x[1] > 2.0);
         let e = trace(
@@ -89,8 +89,7 @@ fn a_failure_at_a_finite_point_is_an_error_naming_it_and_the_host_survives() {
         assert_eq!(e.kind, ErrorKind::BlackBox, "{how}");
         assert!(e.message.contains(expected), "{how}: {}", e.message);
         assert!(
-            e.message
-                .contains("the verification of the probe tagging input 1"),
+            e.message.contains("the check of the traced pattern moving"),
             "{how}: {}",
             e.message
         );

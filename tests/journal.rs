@@ -54,11 +54,12 @@ fn an_interrupted_trace_resumes_where_it_stopped() {
         journal: Some(path.clone()),
         ..Default::default()
     };
-    // The first run dies at evaluation 23.
+    // The first run dies at the first evaluation at a finite point from the 23rd on.
     let calls = Cell::new(0);
     let e = trace(&mut model(&truth, &calls, Some(23)), 100, &x0, &options).unwrap_err();
     assert_eq!(e.kind, ErrorKind::BlackBox);
-    assert_eq!(calls.get(), 23, "evaluation 23 is at a finite point");
+    let died = calls.get();
+    assert!(died >= 23);
     // The second evaluates only what the first did not finish.
     let calls = Cell::new(0);
     let p = trace(&mut model(&truth, &calls, None), 100, &x0, &options).unwrap();
@@ -67,8 +68,8 @@ fn an_interrupted_trace_resumes_where_it_stopped() {
         (clean.row_ptr(), clean.col_idx())
     );
     assert_eq!(p.report.evaluations, total);
-    assert_eq!(p.report.replayed, 22);
-    assert_eq!(calls.get(), total - 22);
+    assert_eq!(p.report.replayed, died - 1);
+    assert_eq!(calls.get(), total - (died - 1));
     // A third run evaluates nothing.
     let calls = Cell::new(0);
     let p = trace(&mut model(&truth, &calls, None), 100, &x0, &options).unwrap();

@@ -134,7 +134,7 @@ fn process_workers_do_not_share_state_and_failures_are_named() {
     let e = trace(&mut crash_if(|v| v > 1.0), 12, &x0, &processes(&opts, 3)).unwrap_err();
     assert_eq!(e.kind, ErrorKind::BlackBox);
     assert!(
-        e.message.contains("SIGSEGV") && e.message.contains("input 5"),
+        e.message.contains("SIGSEGV") && e.message.contains("the check of the traced pattern"),
         "{}",
         e.message
     );

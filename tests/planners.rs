@@ -294,7 +294,7 @@ fn black_box_contract_breaches_are_errors() {
     let e = trace(&mut fails_above, 3, &x0, &one_hot).unwrap_err();
     assert_eq!(e.kind, nanprop::ErrorKind::BlackBox);
     assert!(
-        e.message.contains("returned 7") && e.message.contains("input 1"),
+        e.message.contains("returned 7") && e.message.contains("the check of the traced pattern"),
         "{}",
         e.message
     );

@@ -296,3 +296,83 @@ fn combinations_that_vanish_at_x0_are_found_by_independent_random_steps() {
     .unwrap();
     assert!(truth(&p));
 }
+
+/// Kinks that show on one side of x0 only, the side a step in the direction of x0's sign does
+/// not take: a clamp at its upper bound and a cap at a tie, with x0 > 0. NaN is absorbed there
+/// (fmin/fmax), and the check moves every input both ways.
+#[allow(clippy::manual_clamp)]
+fn upper_kinks(x: &[f64], y: &mut [f64]) -> Result<(), i32> {
+    y[0] = 3.0 * x[0].max(0.0).min(1.0); // clamp at its upper bound, x0 = 1
+    y[1] = x[1].min(2.0); // a cap at a tie, x1 = 2
+    for i in 2..y.len() {
+        y[i] = 2.0 * x[i]; // the rest: plain rows, so the payload planner has work
+    }
+    Ok(())
+}
+
+#[test]
+fn kinks_on_the_far_side_of_x0_are_found() {
+    let mut x0 = vec![1.5; 40];
+    x0[0] = 1.0;
+    x0[1] = 2.0;
+    for strategy in [Strategy::Payload, Strategy::OneHot] {
+        let options = TraceOptions {
+            strategy,
+            ..Default::default()
+        };
+        let p = trace(&mut upper_kinks, 40, &x0, &options).unwrap();
+        assert!(
+            p.contains(0, 0),
+            "{strategy:?}: the clamp at its upper bound"
+        );
+        assert!(p.contains(1, 1), "{strategy:?}: the cap at a tie");
+        assert_eq!(p.nnz(), 40, "{strategy:?}: nothing else");
+        assert!(p.report.rechecked_rows >= 2);
+    }
+}
+
+#[test]
+fn the_check_costs_two_evaluations_per_color_where_nan_propagates() {
+    use nanprop::coloring::{self, ColoringOptions, Order};
+    for truth in [
+        synthetic::banded(300, 2),
+        synthetic::stencil_2d(15),
+        synthetic::random_sparse(120, 150, 4, 8),
+    ] {
+        let x0: Vec<f64> = (0..truth.cols()).map(|j| 0.5 + 0.01 * j as f64).collect();
+        let plain = TraceOptions {
+            verify: false,
+            ..Default::default()
+        };
+        let nan_only = trace(
+            &mut Synthetic::new(&truth, Winner::Random, 3),
+            truth.rows(),
+            &x0,
+            &plain,
+        )
+        .unwrap();
+        let p = trace(
+            &mut Synthetic::new(&truth, Winner::Random, 3),
+            truth.rows(),
+            &x0,
+            &TraceOptions::default(),
+        )
+        .unwrap();
+        let colors = coloring::color(
+            &truth,
+            &ColoringOptions {
+                strategy: coloring::Strategy::Only(Order::SmallestLast),
+                seed: 0,
+                recolor_iterations: 0,
+            },
+        )
+        .num_colors;
+        assert_eq!(p.col_idx(), truth.col_idx());
+        assert_eq!(p.report.rechecked_rows, 0);
+        assert_eq!(p.report.verification_evaluations, 2 * colors);
+        assert_eq!(
+            p.report.evaluations,
+            nan_only.report.evaluations + 2 * colors
+        );
+    }
+}

@@ -4,7 +4,7 @@
 //! Every way of tracing ends here: the Rust API ([`trace`], [`trace_points`]), the C ABI
 //! (`nanprop_trace`, `nanprop_trace_points`, `nanprop_loaded_trace`, the flag tracer), the
 //! command line (including its batch-scheduler mode, [`trace_files`]). Which executor runs the
-//! evaluations is decided by [`with_executor`] alone:
+//! evaluations is decided by `with_executor` alone:
 //!
 //! | options | executor |
 //! |---|---|

@@ -52,7 +52,7 @@ impl FlagTracer {
     }
 
     /// Looks at the point `x` (n values): traces there when its flag values are new. Returns
-    /// whether it traced. Errors: those of [`crate::trace`]; a wrong length.
+    /// whether it traced. Errors: those of [`crate::trace()`]; a wrong length.
     pub fn observe(&mut self, f: &mut dyn BlackBox, x: &[f64]) -> Result<bool> {
         let _fp = FpGuard::enter();
         if x.len() != self.n {

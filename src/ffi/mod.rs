@@ -12,7 +12,7 @@
 //! arguments into the Rust API's types, one Rust call, results back. Every decision (which
 //! driver, which points, what is checked) lives in the Rust API.
 //!
-//! Rules every entry point keeps ([`abi`]): pointers are checked before use; a failure returns
+//! Rules every entry point keeps (`abi.rs`): pointers are checked before use; a failure returns
 //! a status other than `NANPROP_OK` and leaves a message for `nanprop_last_error` (per thread);
 //! no Rust panic crosses the boundary (it becomes `NANPROP_ERR_INTERNAL`); outputs are written
 //! only on success, except `*out`, which is set to NULL first. Accessors that return a count

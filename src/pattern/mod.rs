@@ -5,7 +5,7 @@
 //! Indices are stored as `u32`; nanprop refuses n or m above `u32::MAX`.
 
 //!
-//! * [`builder`]: [`PatternBuilder`], how planners assemble a pattern row by row.
+//! * `builder.rs`: [`PatternBuilder`], how planners assemble a pattern row by row.
 //! * [`mtx`]: Matrix Market files (read and write).
 //! * [`svg`]: an SVG spy plot beside the column-compressed view.
 
@@ -70,6 +70,9 @@ pub struct TraceReport {
     /// Inputs whose NaN alone made the black box fail (NaN-intolerant), increasing: their
     /// dependencies were found by finite perturbation ([`EntryKind::Perturbation`]).
     pub failed_columns: Vec<u32>,
+    /// Rows that failed the check of the traced pattern and were traced again with every probe
+    /// verified ([`crate::trace::check`]).
+    pub rechecked_rows: usize,
     /// The estimated relative noise of the outputs: the largest relative change of an output
     /// that a tolerance ([`crate::TraceOptions::verify_tolerance`]) counted as none; 0 when
     /// repeated evaluations agreed bit for bit ([`crate::trace::noise`]).
@@ -222,6 +225,7 @@ impl Pattern {
             budget_exhausted: r.budget_exhausted || s.budget_exhausted,
             failed_evaluations: r.failed_evaluations + s.failed_evaluations,
             noise: r.noise.max(s.noise),
+            rechecked_rows: r.rechecked_rows + s.rechecked_rows,
             failed_columns: {
                 let mut c = r.failed_columns.clone();
                 c.extend_from_slice(&s.failed_columns);
@@ -239,6 +243,35 @@ impl Pattern {
             nonfinite_rows,
             report,
         })
+    }
+
+    /// This pattern with the rows marked in `rows` united with `other`'s (same shape); the
+    /// other rows as they are. The report is this pattern's.
+    pub fn with_rows_from(
+        &self,
+        other: &Pattern,
+        rows: &bitvec::slice::BitSlice,
+    ) -> Result<Pattern> {
+        let mut mixed = other.clone();
+        // Rows not marked take this pattern's entries: build `other` restricted to the marked
+        // rows, then unite.
+        let (mut row_ptr, mut col_idx, mut kinds) = (vec![0usize], Vec::new(), Vec::new());
+        reserve(&mut row_ptr, self.m, "row pointers")?;
+        for i in 0..self.m {
+            if rows.get(i).is_some_and(|r| *r) {
+                let span = other.row_ptr[i]..other.row_ptr[i + 1];
+                col_idx.extend_from_slice(&other.col_idx[span.clone()]);
+                kinds.extend_from_slice(&other.kinds[span]);
+            }
+            row_ptr.push(col_idx.len());
+        }
+        mixed.row_ptr = row_ptr;
+        mixed.col_idx = col_idx;
+        mixed.kinds = kinds;
+        mixed.nonfinite_rows = self.nonfinite_rows.clone();
+        let mut united = self.union(&mixed)?;
+        united.report = self.report.clone();
+        Ok(united)
     }
 
     /// Largest number of entries in one row: a lower bound on the colors of any column coloring.

@@ -5,7 +5,8 @@
 use std::fmt;
 use std::time::Duration;
 
-/// Why one evaluation gave no outputs. Its text completes "the black box ... on <request>".
+/// Why one evaluation gave no outputs. Its text completes "the black box ... on" and the
+/// request in words.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Failure {
     /// f returned this nonzero code.

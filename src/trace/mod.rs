@@ -5,10 +5,12 @@
 //! * [`options`]: [`TraceOptions`], checked once by [`TraceOptions::validate`].
 //! * [`session`]: [`TraceSession`], the baseline, a planner, verification, the budget.
 //! * [`points`]: the caller's points and those sampled around them.
+//! * [`check`]: the check of a traced pattern (verification at a fraction of a trace's cost).
 //! * [`journal`]: evaluations on disk, replayed by the session.
 //! * [`noise`]: outputs that change although nothing reached them.
 //! * [`split`]: failure-tolerant probing (a failed NaN probe split down to single inputs).
 
+pub mod check;
 pub mod failure;
 pub mod journal;
 pub mod noise;

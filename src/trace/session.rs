@@ -22,20 +22,28 @@
 //! NaN tracing proves a zero when an output stays bit-for-bit equal to its baseline while a probe
 //! holds NaN. But NaN can be absorbed (`fmin`, clamps, `isnan` guards, a branch whose NaN path
 //! gives the baseline value), and then the zero is wrong. With [`TraceOptions::verify`] (the
-//! default) every probe is asked twice: with its tagged NaNs, and with the finite point
-//! `x0_j + h_j` on the same inputs, `h_j = r_j * verify_step * max(|x0_j|, 1)` in the direction
-//! of the sign of `x0_j`, where `r_j` is drawn in [0.5, 1.5) for each input of each request
-//! from [`TraceOptions::seed`]. The independent magnitudes matter: a guard on `x_a - x_b` at
-//! equal values, on `x_a + x_b` at opposite values, or on any combination that vanishes at
-//! `x0`, absorbs the NaN *and* cancels a step that moves its inputs by equal or proportional
-//! amounts; with independent steps it cancels only by chance of measure zero.
-//! An output that the NaNs left unchanged but the finite step changed (bit for bit, or beyond
-//! [`TraceOptions::verify_tolerance`]) absorbed a NaN: the planner is told so
-//! ([`crate::probe::Hit::Perturbed`]) and resolves it like any other change, and the entries it
-//! finds that way are reported as [`EntryKind::Perturbation`]. Verification doubles the
-//! evaluations; [`TraceReport::verification_evaluations`] counts its share. The step goes one
-//! way: a kink that only the other side of `x0` shows (a clamp at an upper bound with `x0 > 0`)
-//! is not seen.
+//! default) the session guards the zeros in two stages:
+//!
+//! 1. **The check** ([`crate::trace::check`]): after the NaN trace, the pattern it found is
+//!    checked by two evaluations per color class of a coloring of its columns, every input of
+//!    the class moved by its own random step, up and then down. It costs `2 chi` evaluations
+//!    (tridiagonal: 6), and finds the rows where a NaN was absorbed.
+//! 2. **The re-trace** of those rows alone (if any), where every probe that proves a zero is
+//!    verified by two finite evaluations on its inputs: `x0_j + h_j` and `x0_j - h'_j`, with
+//!    `h_j = r_j * verify_step * max(|x0_j|, 1)` in the direction of the sign of `x0_j` and
+//!    `r_j` drawn in [0.5, 1.5) for each input of each request from [`TraceOptions::seed`]. An
+//!    output that the NaNs left unchanged but a finite step changed (bit for bit, or beyond
+//!    [`TraceOptions::verify_tolerance`]) absorbed a NaN: the planner is told so
+//!    ([`crate::probe::Hit::Perturbed`]) and resolves it like any other change, and the
+//!    entries it finds that way are reported as [`EntryKind::Perturbation`].
+//!
+//! The independent magnitudes matter: a guard on `x_a - x_b` at equal values, on `x_a + x_b` at
+//! opposite values, or on any combination that vanishes at `x0`, absorbs the NaN *and* cancels
+//! a step that moves its inputs by equal or proportional amounts; with independent steps it
+//! cancels only by chance of measure zero. Steps both ways catch a kink that shows on one side
+//! of `x0` only (a clamp at its upper bound with `x0 > 0`). Evaluations spent on the check and
+//! the verifications are counted in [`TraceReport::verification_evaluations`]; the rows traced
+//! again in [`TraceReport::rechecked_rows`].
 //!
 //! # Failures
 //!
@@ -57,6 +65,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::pattern::{check_dims, EntryKind, Pattern, PatternBuilder, TraceReport};
 use crate::planner::{chunked::Chunked, refine::Refine, Planner};
 use crate::probe::Probe;
+use crate::trace::check::Check;
 use crate::trace::failure::Failure;
 use crate::trace::journal::{self, Fnv, Journal, RequestKey};
 use crate::trace::options::{NonFiniteBaseline, Strategy, TraceOptions};
@@ -87,18 +96,25 @@ pub struct Request<'a> {
     pub kind: RequestKind,
 }
 
-/// The first-told half of a verification pair.
-enum Half {
-    /// The NaN request's outputs, and rows found by perturbing NaN-intolerant inputs.
-    Nan(Vec<f64>, Vec<u32>),
-    /// The verification request's outputs.
-    Finite(Vec<f64>),
+/// A probe's NaN outputs waiting for its verifications (a step up and a step down).
+struct Pending {
+    y_nan: Vec<f64>,
+    /// Rows found absorbed so far (and by perturbing NaN-intolerant inputs).
+    absorbed: Vec<u32>,
+    /// Verifications not told yet.
+    waiting: usize,
 }
 
 enum Stage {
     Baseline,
+    /// The NaN trace; or, after a check, the trace of the rows that failed it (with every
+    /// probe verified).
     Planning(Box<dyn Planner>),
+    /// The check of the NaN trace's pattern ([`crate::trace::check`]).
+    Checking(Box<Check>),
     Done(Box<dyn Planner>),
+    /// The check found nothing: this is the pattern (its report still to fill).
+    Checked(Box<Pattern>),
 }
 
 /// The ask/tell state of one trace (see the module docs).
@@ -122,8 +138,8 @@ pub struct TraceSession {
     failed_columns: Vec<u32>,
     /// For each NaN-intolerant input whose perturbations are done: the rows they changed.
     intolerant: HashMap<u32, Vec<u32>>,
-    /// Half-told verification pairs, by probe.
-    pending: HashMap<usize, Half>,
+    /// Probes whose verifications are outstanding, by probe.
+    pending: HashMap<usize, Pending>,
     baseline: Vec<f64>,
     baseline_rows: Option<BitVec>,
     report: TraceReport,
@@ -135,6 +151,12 @@ pub struct TraceSession {
     point_fp: u64,
     journal: Option<Journal>,
     replayed: usize,
+    /// Whether each probe is paired with its verification (the re-trace after a check).
+    pairing: bool,
+    /// After a failed check: the checked pattern and the rows traced again.
+    checked: Option<(Pattern, BitVec)>,
+    /// Entries the NaN trace left unresolved (budget), counted at its end.
+    first_unresolved: usize,
 }
 
 impl TraceSession {
@@ -186,6 +208,9 @@ impl TraceSession {
             point_fp,
             journal,
             replayed: 0,
+            pairing: false,
+            checked: None,
+            first_unresolved: 0,
             n,
             m,
             x0: x0.to_vec(),
@@ -219,6 +244,14 @@ impl TraceSession {
     /// of the probe tagging ...".
     pub fn describe(&self, id: usize) -> String {
         let r = self.request(id);
+        if let Stage::Checking(_) = self.stage {
+            let moved = r
+                .probe
+                .describe()
+                .replacen("the probe tagging", "moving", 1);
+            let way = if id.is_multiple_of(2) { "up" } else { "down" };
+            return format!("the check of the traced pattern {moved} {way}");
+        }
         match (r.kind, self.perturbation_of(id)) {
             (RequestKind::Finite, Some(p)) => format!(
                 "perturbation {} of input {}, whose NaN alone makes the black box fail",
@@ -254,10 +287,10 @@ impl TraceSession {
 
     /// Requests per probe in the current step.
     fn per_probe(&self) -> usize {
-        if self.options.verify && !matches!(self.stage, Stage::Baseline) {
-            2
-        } else {
-            1
+        match self.stage {
+            Stage::Checking(_) => 2,
+            Stage::Planning(_) | Stage::Done(_) if self.pairing => 3,
+            _ => 1,
         }
     }
 
@@ -299,43 +332,9 @@ impl TraceSession {
     }
 
     fn ask_step(&mut self) -> Result<Vec<usize>> {
-        if self.told.all() {
-            match std::mem::replace(&mut self.stage, Stage::Baseline) {
-                Stage::Baseline => {
-                    return Err(Error::invalid(
-                        "the trace stopped at the baseline (its outputs were refused)",
-                    ))
-                }
-                Stage::Done(p) => {
-                    self.stage = Stage::Done(p);
-                    return Ok(Vec::new());
-                }
-                Stage::Planning(mut planner) => {
-                    if self.remaining() < self.per_probe_planning() {
-                        self.report.budget_exhausted = true;
-                        self.stage = Stage::Planning(planner);
-                        return Ok(Vec::new());
-                    }
-                    self.probes = planner.ask()?;
-                    let per = self.per_probe_planning();
-                    self.static_requests = self.probes.len() * per;
-                    self.told = bitvec![0; self.static_requests];
-                    // Verifications wait for their probe's NaN outputs: asked only if those
-                    // prove a zero (TraceSession::nan_told).
-                    for k in 0..self.probes.len() * (per - 1) {
-                        self.told.set(k * per + 1, true);
-                    }
-                    self.parts.clear();
-                    self.merges.clear();
-                    if self.probes.is_empty() {
-                        self.stage = Stage::Done(planner);
-                        return Ok(Vec::new());
-                    }
-                    self.report.steps += 1;
-                    self.step += 1;
-                    self.stage = Stage::Planning(planner);
-                    self.set_aside_intolerant()?;
-                }
+        while self.told.all() {
+            if !self.advance()? {
+                return Ok(Vec::new());
             }
         }
         let per = self.per_probe();
@@ -349,8 +348,8 @@ impl TraceSession {
                 continue;
             }
             // A NaN request is asked only if its verification would fit too.
-            let reserve = if per == 2 && untold[0] == k * per {
-                2
+            let reserve = if self.pairing && untold[0] == k * per {
+                per
             } else {
                 untold.len()
             };
@@ -366,12 +365,95 @@ impl TraceSession {
         Ok(ids)
     }
 
-    fn per_probe_planning(&self) -> usize {
-        if self.options.verify {
-            2
-        } else {
-            1
+    /// Starts the next step: the planner's next probes, the check after the NaN trace, or the
+    /// trace of the rows that failed the check. False when there is nothing more to ask.
+    fn advance(&mut self) -> Result<bool> {
+        match std::mem::replace(&mut self.stage, Stage::Baseline) {
+            Stage::Baseline => Err(Error::invalid(
+                "the trace stopped at the baseline (its outputs were refused)",
+            )),
+            stage @ (Stage::Done(_) | Stage::Checked(_)) => {
+                self.stage = stage;
+                Ok(false)
+            }
+            Stage::Checking(check) => {
+                let check = *check;
+                if !check.alarms.any() {
+                    self.stage = Stage::Checked(Box::new(check.pattern));
+                    return Ok(false);
+                }
+                // Trace the rows that failed again, alone, verifying every probe.
+                let mut masked = self.baseline.clone();
+                for i in check.alarms.iter_zeros() {
+                    masked[i] = f64::NAN;
+                }
+                self.pairing = true;
+                self.stage = Stage::Planning(self.planner_for(masked));
+                self.checked = Some((check.pattern, check.alarms));
+                self.start_step(0)
+            }
+            Stage::Planning(mut planner) => {
+                let per = if self.pairing { 3 } else { 1 };
+                if self.remaining() < per {
+                    self.report.budget_exhausted = true;
+                    self.stage = Stage::Planning(planner);
+                    return Ok(false);
+                }
+                let probes = planner.ask()?;
+                if !probes.is_empty() {
+                    self.probes = probes;
+                    self.stage = Stage::Planning(planner);
+                    return self.start_step(per);
+                }
+                if self.pairing || !self.options.verify || self.checked.is_some() {
+                    self.stage = Stage::Done(planner);
+                    return Ok(false);
+                }
+                // The NaN trace is complete: check its pattern.
+                let builder = PatternBuilder::new(
+                    self.m,
+                    self.n,
+                    self.baseline_rows.clone().expect("baseline told"),
+                )?;
+                let (pattern, unresolved) = planner.finish(builder)?;
+                self.first_unresolved = unresolved;
+                let check = Check::new(pattern)?;
+                self.probes = check.probes(self.n);
+                if self.probes.is_empty() || self.remaining() < 2 * self.probes.len() {
+                    self.report.budget_exhausted |= !self.probes.is_empty();
+                    self.stage = Stage::Checked(Box::new(check.pattern));
+                    return Ok(false);
+                }
+                self.stage = Stage::Checking(Box::new(check));
+                self.start_step(2)
+            }
         }
+    }
+
+    /// Starts a step of `self.probes` with `per` requests each (0: fresh planner, ask it).
+    fn start_step(&mut self, per: usize) -> Result<bool> {
+        if per == 0 {
+            return self.advance();
+        }
+        self.static_requests = self.probes.len() * per;
+        self.told = bitvec![0; self.static_requests];
+        if self.pairing {
+            // Verifications wait for their probe's NaN outputs: asked only if those prove a
+            // zero (TraceSession::nan_told).
+            for k in 0..self.probes.len() {
+                for v in 1..per {
+                    self.told.set(k * per + v, true);
+                }
+            }
+        }
+        self.parts.clear();
+        self.merges.clear();
+        self.report.steps += 1;
+        self.step += 1;
+        if matches!(self.stage, Stage::Planning(_)) {
+            self.set_aside_intolerant()?;
+        }
+        Ok(true)
     }
 
     /// Request `id` of the current step.
@@ -392,6 +474,7 @@ impl TraceSession {
         let per = self.per_probe();
         let kind = match (&self.stage, id % per) {
             (Stage::Baseline, _) => RequestKind::Baseline,
+            (Stage::Checking(_), _) => RequestKind::Finite,
             (_, 0) => RequestKind::Nan,
             _ => RequestKind::Finite,
         };
@@ -412,17 +495,26 @@ impl TraceSession {
         let (direction, scale) = match self.perturbation_of(id).map(|p| p % PERTURBATION_POINTS) {
             Some(1) => (-1.0, 1.0),
             Some(2) => (1.0, 10.0),
+            // The second verification of a probe steps down.
+            None if id < self.static_requests && id % self.per_probe() == 2 => (-1.0, 1.0),
             _ => (1.0, 1.0),
         };
-        let r = 0.5
-            + crate::rng::unit_from(&[
-                self.options.seed,
-                self.point,
-                self.step,
-                id as u64,
-                j as u64,
-            ]);
+        let r = self.magnitude(id, j);
+        if matches!(self.stage, Stage::Checking(_)) {
+            return Check::value(x, id, r);
+        }
         x + self.options.verify_step * x.abs().max(1.0) * sign * direction * scale * r
+    }
+
+    /// The random factor in [0.5, 1.5) of input `j`'s step in request `id` of this step.
+    fn magnitude(&self, id: usize, j: usize) -> f64 {
+        0.5 + crate::rng::unit_from(&[
+            self.options.seed,
+            self.point,
+            self.step,
+            id as u64,
+            j as u64,
+        ])
     }
 
     /// Writes the input of request `id` into `x` (n values): `x0`, with the probe's tagged NaNs
@@ -513,6 +605,9 @@ impl TraceSession {
         if kind == RequestKind::Baseline {
             return self.tell_baseline(y);
         }
+        if let Stage::Checking(_) = self.stage {
+            return self.tell_check(id, y);
+        }
         if kind == RequestKind::Nan {
             self.check_noise(id, y)?;
         }
@@ -529,40 +624,39 @@ impl TraceSession {
         }
     }
 
-    /// The NaN half of probe `k` is known: its outputs, and the rows found by perturbing its
-    /// NaN-intolerant inputs.
+    /// The NaN outputs of probe `k` are known, and the rows found by perturbing its
+    /// NaN-intolerant inputs. With verification, its steps up and down are asked now, if the
+    /// outputs prove a zero.
     fn nan_told(&mut self, k: usize, y_nan: Cow<[f64]>, extra: Vec<u32>) -> Result<()> {
         let per = self.per_probe();
         if per == 1 || !self.claims(k, &y_nan) {
             // Nothing to verify: every row the probe tests changed.
             return self.planner_tell(k, &y_nan, &extra);
         }
-        // The verification is asked now.
-        self.told.set(k * per + 1, false);
-        match self.pending.remove(&k) {
-            Some(Half::Finite(y_fin)) => {
-                let perturbed = self.absorbed(&y_nan, &y_fin, extra);
-                self.planner_tell(k, &y_nan, &perturbed)
-            }
-            _ => {
-                self.pending.insert(k, Half::Nan(y_nan.into_owned(), extra));
-                Ok(())
-            }
+        for v in 1..per {
+            self.told.set(k * per + v, false);
         }
+        let pending = Pending {
+            y_nan: y_nan.into_owned(),
+            absorbed: extra,
+            waiting: per - 1,
+        };
+        self.pending.insert(k, pending);
+        Ok(())
     }
 
-    /// The verification half of probe `k` is known.
+    /// A verification of probe `k` is known.
     fn finite_told(&mut self, k: usize, y_fin: Cow<[f64]>) -> Result<()> {
-        match self.pending.remove(&k) {
-            Some(Half::Nan(y_nan, extra)) => {
-                let perturbed = self.absorbed(&y_nan, &y_fin, extra);
-                self.planner_tell(k, &y_nan, &perturbed)
-            }
-            _ => {
-                self.pending.insert(k, Half::Finite(y_fin.into_owned()));
-                Ok(())
-            }
+        let mut p = self.pending.remove(&k).ok_or_else(|| {
+            Error::new(ErrorKind::Internal, "a verification before its NaN outputs")
+        })?;
+        p.absorbed = self.absorbed(&p.y_nan, &y_fin, p.absorbed);
+        p.waiting -= 1;
+        if p.waiting > 0 {
+            self.pending.insert(k, p);
+            return Ok(());
         }
+        self.planner_tell(k, &p.y_nan, &p.absorbed)
     }
 
     /// Rows the NaNs left unchanged but the finite step changed, with `extra` (sorted).
@@ -577,6 +671,24 @@ impl TraceSession {
         extra.sort_unstable();
         extra.dedup();
         extra
+    }
+
+    /// The outputs of check request `id` ([`crate::trace::check`]).
+    fn tell_check(&mut self, id: usize, y: &[f64]) -> Result<()> {
+        let Stage::Checking(mut check) = std::mem::replace(&mut self.stage, Stage::Baseline) else {
+            unreachable!("told while checking")
+        };
+        let slack = self.options.verify_tolerance;
+        check.tell(
+            id,
+            y,
+            &self.baseline,
+            |b, v| self.changed(b, v),
+            |id, j| Check::value(self.x0[j], id, self.magnitude(id, j)) - self.x0[j],
+            slack,
+        );
+        self.stage = Stage::Checking(check);
+        Ok(())
     }
 
     /// Whether the NaN outputs of probe `k` prove a zero the planner would use.
@@ -802,14 +914,18 @@ impl TraceSession {
         }
         self.baseline_rows = Some(bad);
         self.baseline = y.to_vec();
-        let (n, baseline) = (self.n, y.to_vec());
-        let planner: Box<dyn Planner> = match self.options.strategy {
+        self.stage = Stage::Planning(self.planner_for(y.to_vec()));
+        Ok(())
+    }
+
+    /// The strategy's planner for these baseline outputs (rows NaN there are not traced).
+    fn planner_for(&self, baseline: Vec<f64>) -> Box<dyn Planner> {
+        let n = self.n;
+        match self.options.strategy {
             Strategy::OneHot => Box::new(Chunked::new(n, 1, baseline)),
             Strategy::Chunked => Box::new(Chunked::new(n, self.options.chunk_size, baseline)),
             Strategy::Payload => Box::new(Refine::new(n, baseline)),
-        };
-        self.stage = Stage::Planning(planner);
-        Ok(())
+        }
     }
 
     /// Evaluations told so far, the baseline included.
@@ -827,20 +943,31 @@ impl TraceSession {
     /// dependencies and counted in [`TraceReport::unresolved`]). Errors: the baseline was never
     /// told; an allocation failed.
     pub fn finish(self) -> Result<Pattern> {
-        let planner = match self.stage {
+        let dense = self.baseline_rows.clone();
+        let rechecked_rows = self
+            .checked
+            .as_ref()
+            .map_or(0, |(_, rows)| rows.count_ones());
+        let mut pattern = match self.stage {
             Stage::Baseline => {
                 return Err(Error::invalid("the baseline evaluation was not told yet"))
             }
-            Stage::Planning(p) | Stage::Done(p) => p,
+            Stage::Checked(p) => *p,
+            // The budget ran out during the check: the NaN trace's pattern, unchecked.
+            Stage::Checking(check) => check.pattern,
+            Stage::Planning(planner) | Stage::Done(planner) => {
+                let builder = PatternBuilder::new(self.m, self.n, dense.expect("baseline told"))?;
+                let (retraced, _) = planner.finish(builder)?;
+                match self.checked {
+                    // The rows that failed the check, traced again with every probe verified.
+                    Some((first, rows)) => first.with_rows_from(&retraced, &rows)?,
+                    None => retraced,
+                }
+            }
         };
-        let dense = self.baseline_rows.expect("baseline told");
-        let builder = PatternBuilder::new(self.m, self.n, dense)?;
-        let (mut pattern, unresolved) = planner.finish(builder)?;
-        let found_by_perturbation = pattern
-            .kinds()
-            .iter()
-            .filter(|&&k| k == EntryKind::Perturbation)
-            .count();
+        let count = |kind: EntryKind| pattern.kinds().iter().filter(|&&k| k == kind).count();
+        let (unresolved, found_by_perturbation) =
+            (count(EntryKind::Unresolved), count(EntryKind::Perturbation));
         let mut failed_columns = self.failed_columns;
         failed_columns.sort_unstable();
         failed_columns.dedup();
@@ -849,6 +976,7 @@ impl TraceSession {
             found_by_perturbation,
             replayed: self.replayed,
             failed_columns,
+            rechecked_rows,
             ..self.report
         };
         Ok(pattern)

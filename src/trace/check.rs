@@ -1,0 +1,221 @@
+//! The check of a traced pattern: verification at a fraction of the cost of a trace.
+//!
+//! NaN tracing proves a zero when an output stays bit for bit equal to its baseline while a
+//! probe holds NaN; an absorbed NaN (an `isnan` guard, `fmin`, a clamp, a comparison) makes
+//! such a zero wrong. Verifying every probe by a finite step doubles the trace. Instead, after
+//! the NaN trace the session checks the pattern P it found, as MINPACK's `chkder` checks a
+//! Jacobian: the columns of P are colored so that no row has two columns of one color
+//! (a distance-2 coloring, chi colors), and each color class S is moved twice, by independent
+//! random steps of relative size about [`CHECK_STEP`] (each input its own magnitude in
+//! [0.5, 1.5), from the seed): once in the direction of the sign of `x0_j`, once the other way,
+//! so a kink that shows on one side only is seen. For a row i:
+//!
+//! * **No column of P_i in S**: every column of S is a claimed zero of row i, and nothing row i
+//!   is known to depend on moved. Any change of y_i (bit for bit, or beyond the tolerance) in
+//!   either evaluation is a missed dependency: exact, whatever the size of the effect.
+//! * **One column j of P_i in S** (a coloring allows no more): y_i moves with x_j. The two
+//!   slopes `(y_i - b_i) / dx_j` of the two evaluations agree up to the curvature of f along
+//!   x_j (the steps are small) unless another input of S moved y_i; they are compared with
+//!   the relative tolerance [`SLOPE_TOLERANCE`] above a rounding floor. A missed dependency whose
+//!   first-order effect is below that fraction of x_j's can go unseen here (it is seen in the
+//!   classes where the row has no column).
+//!
+//! A row with many entries (more than twice the mean, [`heavy_row`]) does not constrain the
+//! colors; it is checked by two evaluations of its own that move every column it does not
+//! depend on (exact, as for the first case), as long as those classes hold at most 2 n columns
+//! in all; past that, a heavy row that cannot be checked in a class is traced again.
+//!
+//! Rows that fail are traced again, alone, with every probe verified by a finite step
+//! (the paired verification of [`crate::trace::session`]), and their entries replaced. Cost:
+//! `2 chi` evaluations, and the re-trace only where a NaN was absorbed (or a row kinks or curves
+//! strongly along a traced input).
+
+use crate::coloring::{self, ColoringOptions, Order};
+use crate::error::Result;
+use crate::pattern::Pattern;
+use crate::probe::Probe;
+use bitvec::prelude::*;
+use std::collections::HashMap;
+
+/// Relative size of the check's steps.
+pub const CHECK_STEP: f64 = 1e-6;
+/// How far apart the two slopes of a row along its traced input may be (relative).
+pub const SLOPE_TOLERANCE: f64 = 1e-3;
+
+/// Rows with more entries than this do not constrain the check's coloring: twice the mean
+/// row length of the traced rows, and at least 8.
+pub fn heavy_row(p: &Pattern) -> usize {
+    let rows = (0..p.rows())
+        .filter(|&i| !p.row(i).is_empty())
+        .count()
+        .max(1);
+    (2 * p.nnz() / rows).max(8)
+}
+
+/// The check of one traced pattern (see the module docs).
+pub(crate) struct Check {
+    /// The traced pattern.
+    pub(crate) pattern: Pattern,
+    /// The color of each column.
+    colors: Vec<u32>,
+    /// The columns of each color, then of each directly checked heavy row: all the columns
+    /// it does not depend on.
+    classes: Vec<Vec<u32>>,
+    /// Number of colors (classes from there on are heavy rows').
+    colors_len: usize,
+    /// Heavy rows checked directly, in the order of their classes, and a mark for each.
+    heavy: Vec<u32>,
+    direct: BitVec,
+    /// Outputs of a class's first evaluation, until its second arrives.
+    first: HashMap<usize, Vec<f64>>,
+    /// Rows that failed.
+    pub(crate) alarms: BitVec,
+}
+
+impl Check {
+    /// The check of `pattern`: a coloring (smallest-last, no recoloring: fast) of its light
+    /// rows, those with at most [`heavy_row`] entries and at least one claimed zero. A heavy
+    /// row does not constrain the colors (a dense row would need as many colors as it has
+    /// entries); where it has two traced columns in one class it cannot be checked there and
+    /// is traced again if it claims a zero in that class.
+    pub(crate) fn new(pattern: Pattern) -> Result<Self> {
+        let (m, n) = (pattern.rows(), pattern.cols());
+        let limit = heavy_row(&pattern);
+        let mut row_ptr = Vec::with_capacity(m + 1);
+        let mut col_idx: Vec<usize> = Vec::new();
+        row_ptr.push(0);
+        for i in 0..m {
+            let row = pattern.row(i);
+            if row.len() <= limit && row.len() < n {
+                col_idx.extend(row.iter().map(|&j| j as usize));
+            }
+            row_ptr.push(col_idx.len());
+        }
+        let light = Pattern::from_csr(m, n, &row_ptr, &col_idx)?;
+        let c = coloring::color(
+            &light,
+            &ColoringOptions {
+                strategy: coloring::Strategy::Only(Order::SmallestLast),
+                seed: 0,
+                recolor_iterations: 0,
+            },
+        );
+        let mut classes = vec![Vec::new(); c.num_colors];
+        for (j, &k) in c.colors.iter().enumerate() {
+            classes[k as usize].push(j as u32);
+        }
+        // Heavy rows with claims, each checked by moving all it does not depend on, while their
+        // classes hold at most 2 n columns in all; the others are traced again if needed.
+        let (mut heavy, mut direct, mut held) = (Vec::new(), bitvec![0; m], 0usize);
+        for i in 0..m {
+            let row = pattern.row(i);
+            if row.len() > limit && row.len() < n && held + (n - row.len()) <= 2 * n {
+                held += n - row.len();
+                let mut zero = Vec::with_capacity(n - row.len());
+                let mut next = row.iter().peekable();
+                for j in 0..n as u32 {
+                    if next.peek() == Some(&&j) {
+                        next.next();
+                    } else {
+                        zero.push(j);
+                    }
+                }
+                classes.push(zero);
+                heavy.push(i as u32);
+                direct.set(i, true);
+            }
+        }
+        Ok(Check {
+            pattern,
+            colors: c.colors,
+            colors_len: c.num_colors,
+            heavy,
+            direct,
+            classes,
+            first: HashMap::new(),
+            alarms: bitvec![0; m],
+        })
+    }
+
+    /// One probe per color class; each is evaluated twice (request `2 c` up, `2 c + 1` down).
+    pub(crate) fn probes(&self, n: usize) -> Vec<Probe> {
+        self.classes
+            .iter()
+            .map(|cols| Probe::new(cols.clone(), n))
+            .collect()
+    }
+
+    /// The value of input `j` (at `x`) in request `id`; `r` in [0.5, 1.5).
+    pub(crate) fn value(x: f64, id: usize, r: f64) -> f64 {
+        let sign = if x < 0.0 { -1.0 } else { 1.0 };
+        let direction = if id.is_multiple_of(2) { 1.0 } else { -1.0 };
+        x + CHECK_STEP * x.abs().max(1.0) * sign * direction * r
+    }
+
+    /// The outputs of request `id`. `changed(b, v)` says whether an output moved (bit for bit
+    /// or beyond the tolerance); `step(id, j)` is the step input `j` took in request `id`;
+    /// `slack` widens the slope test (a tolerance's worth of output, relative to max(|b|, 1)).
+    pub(crate) fn tell(
+        &mut self,
+        id: usize,
+        y: &[f64],
+        baseline: &[f64],
+        changed: impl Fn(f64, f64) -> bool,
+        step: impl Fn(usize, usize) -> f64,
+        slack: f64,
+    ) {
+        let class = id / 2;
+        let Some(other) = self.first.remove(&class) else {
+            self.first.insert(class, y.to_vec());
+            return;
+        };
+        let (up, down, up_id) = if id.is_multiple_of(2) {
+            (y, &other[..], id)
+        } else {
+            (&other[..], y, id - 1)
+        };
+        if class >= self.colors_len {
+            // A heavy row's own class: nothing it depends on moved.
+            let i = self.heavy[class - self.colors_len] as usize;
+            if changed(baseline[i], up[i]) || changed(baseline[i], down[i]) {
+                self.alarms.set(i, true);
+            }
+            return;
+        }
+        let size = self.classes[class].len();
+        for (i, &b) in baseline.iter().enumerate() {
+            if !b.is_finite() {
+                continue;
+            }
+            let mut in_class = (self.pattern.row(i).iter())
+                .filter(|&&j| self.colors[j as usize] as usize == class)
+                .copied();
+            let (traced, more) = (in_class.next(), in_class.count());
+            let alarm = match traced {
+                None => changed(b, up[i]) || changed(b, down[i]),
+                // Every column of the class is traced for this row: nothing to check.
+                Some(_) if 1 + more == size => false,
+                // A heavy row with several traced columns here: checked by its own class, or
+                // it cannot be checked here.
+                Some(_) if more > 0 => !self.direct[i],
+                Some(j) => {
+                    let (dx_up, dx_down) = (step(up_id, j as usize), step(up_id + 1, j as usize));
+                    if !(up[i].is_finite() && down[i].is_finite()) {
+                        true
+                    } else {
+                        let (g_up, g_down) = ((up[i] - b) / dx_up, (down[i] - b) / dx_down);
+                        let size = b.abs().max(up[i].abs()).max(down[i].abs());
+                        let dx = dx_up.abs().min(dx_down.abs());
+                        let floor =
+                            (64.0 * f64::EPSILON * size + 2.0 * slack * b.abs().max(1.0)) / dx;
+                        (g_up - g_down).abs()
+                            > SLOPE_TOLERANCE * g_up.abs().max(g_down.abs()) + floor
+                    }
+                }
+            };
+            if alarm {
+                self.alarms.set(i, true);
+            }
+        }
+    }
+}
