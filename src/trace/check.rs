@@ -137,6 +137,13 @@ impl Check {
         })
     }
 
+    /// Whether some traced row (finite at `baseline`) claims a zero: has fewer entries than
+    /// there are columns.
+    pub(crate) fn claims_any(&self, baseline: &[f64]) -> bool {
+        let n = self.pattern.cols();
+        (0..self.pattern.rows()).any(|i| baseline[i].is_finite() && self.pattern.row(i).len() < n)
+    }
+
     /// One probe per color class; each is evaluated twice (request `2 c` up, `2 c + 1` down).
     pub(crate) fn probes(&self, n: usize) -> Vec<Probe> {
         self.classes

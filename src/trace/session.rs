@@ -418,7 +418,11 @@ impl TraceSession {
                 let (pattern, unresolved) = planner.finish(builder)?;
                 self.first_unresolved = unresolved;
                 let check = Check::new(pattern)?;
-                self.probes = check.probes(self.n);
+                self.probes = match check.claims_any(&self.baseline) {
+                    true => check.probes(self.n),
+                    // Every traced row depends on every input: no zero to check.
+                    false => Vec::new(),
+                };
                 if self.probes.is_empty() || self.remaining() < 2 * self.probes.len() {
                     self.report.budget_exhausted |= !self.probes.is_empty();
                     self.stage = Stage::Checked(Box::new(check.pattern));
