@@ -6,7 +6,7 @@
 //! the NaN trace the session checks the pattern P it found, as MINPACK's `chkder` checks a
 //! Jacobian: the columns of P are colored so that no row has two columns of one color
 //! (a distance-2 coloring, chi colors), and each color class S is moved twice, by independent
-//! random steps of relative size about [`CHECK_STEP`] (each input its own magnitude in
+//! random steps of relative size about [`CHECK_STEP`] (1e-7) (each input its own magnitude in
 //! [0.5, 1.5), from the seed): once in the direction of the sign of `x0_j`, once the other way,
 //! so a kink that shows on one side only is seen. For a row i:
 //!
@@ -38,7 +38,7 @@ use bitvec::prelude::*;
 use std::collections::HashMap;
 
 /// Relative size of the check's steps.
-pub const CHECK_STEP: f64 = 1e-6;
+pub const CHECK_STEP: f64 = 1e-7;
 /// How far apart the two slopes of a row along its traced input may be (relative).
 pub const SLOPE_TOLERANCE: f64 = 1e-3;
 
