@@ -5,7 +5,8 @@
 //!     ids = session.ask()              // the requests of the next step (the journal answers
 //!                                      // those it holds); none: the trace is complete
 //!     for each batch of at most executor.capacity() ids {
-//!         write their inputs           // x0 with tagged NaNs, or a verification point
+//!         write their inputs           // x0 with tagged NaNs, or a verification point:
+//!                                      // only the probe's inputs change, and are undone after
 //!         executor.run(batch, |k, evaluation| match evaluation {
 //!             Done(y)   => session.tell(id, y) and report progress   // tell journals it
 //!             Failed(f) => a NaN probe failing in a way its inputs may cause: kept for later;
@@ -19,7 +20,8 @@
 //! }
 //! ```
 //!
-//! Memory: the inputs of one batch, O(capacity x n), whatever the step's size.
+//! Memory: the inputs of one batch, O(capacity x n), whatever the step's size. Time: the batch's
+//! slots hold x0 between requests, so writing a request's input costs O(its probe's inputs).
 
 use super::{Batch, Evaluation, Executor, Progress};
 use crate::error::{reserve, Error, ErrorKind, Result};
@@ -52,13 +54,16 @@ pub fn run(
         for part in ids.chunks(capacity) {
             let len = part.len() * n;
             if inputs.len() < len {
+                // New slots start at x0; each request writes and undoes only what it changes.
                 let more = len - inputs.len();
                 reserve(&mut inputs, more, "inputs of a batch")?;
-                inputs.resize(len, 0.0);
+                while inputs.len() < len {
+                    inputs.extend_from_slice(session.x0());
+                }
             }
             keys.clear();
             for (k, &id) in part.iter().enumerate() {
-                session.write_input(id, &mut inputs[k * n..(k + 1) * n]);
+                session.write_changes(id, &mut inputs[k * n..(k + 1) * n]);
                 keys.push(session.key(id));
             }
             let batch = Batch::new(&inputs[..len], &keys, n);
@@ -83,6 +88,9 @@ pub fn run(
                     Ok(())
                 }
             })?;
+            for (k, &id) in part.iter().enumerate() {
+                session.restore(id, &mut inputs[k * n..(k + 1) * n]);
+            }
         }
         // Failures worked around by splitting, in request order (the parts' ids then do not
         // depend on which worker finished first).

@@ -13,7 +13,9 @@
 //! [`crate::TraceOptions::verify_tolerance`] set, changes within it count as none, and the
 //! largest one seen is reported ([`crate::TraceReport::noise`]) as the estimated relative noise.
 //!
-//! Cost: nothing: every NaN request is a repeated evaluation for the outputs it cannot reach.
+//! Cost: no evaluation: every NaN request is a repeated evaluation for the outputs it cannot
+//! reach. The session examines the first 16 evaluations of a trace and one NaN request in 32
+//! after that (one pass over the outputs each), since noise shows in every evaluation.
 //! What it cannot see: noise larger than [`NOISE_CEILING`] (it then looks like a dependency;
 //! set a tolerance), or noise that only one output shows.
 
