@@ -628,7 +628,7 @@ impl TraceSession {
         }
         // Noise shows in every evaluation: the first NaN requests of a trace and one in 32
         // after them are examined (a pass over the outputs each).
-        if kind == RequestKind::Nan && (self.report.evaluations <= 16 || id % 32 == 0) {
+        if kind == RequestKind::Nan && (self.report.evaluations <= 16 || id.is_multiple_of(32)) {
             self.check_noise(id, y)?;
         }
         // With a tolerance, a finite output within it of its baseline counts as unchanged, in
