@@ -333,3 +333,37 @@ fn external_evaluations_through_files_and_a_journal() {
     assert!(o.status.success(), "{}", text(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn time_limits_out_of_range_are_errors_not_panics() {
+    let dir = scratch("limits");
+    let work = dir.join("work");
+    let journal = dir.join("j.bin");
+    for (flag, value) in [
+        ("--wait", "1e300"),
+        ("--timeout", "nan"),
+        ("--timeout", "inf"),
+        ("--timeout", "1e300"),
+    ] {
+        let o = nanprop(&[
+            "trace",
+            "--external",
+            work.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+            "-n",
+            "2",
+            "-m",
+            "2",
+            flag,
+            value,
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{flag} {value}: {}", text(&o));
+        assert!(
+            text(&o).contains(flag) && !text(&o).contains("panicked"),
+            "{flag} {value}: {}",
+            text(&o)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

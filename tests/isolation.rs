@@ -173,3 +173,22 @@ fn contract_breaches_are_caught_across_the_process_boundary() {
     .unwrap_err();
     assert!(e.message.contains("did not write y[1]"), "{}", e.message);
 }
+
+#[test]
+fn any_return_code_of_an_isolated_black_box_is_reported_as_returned() {
+    // i32::MIN + 1 was the old marker for a panic in a worker; a code is a code.
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        y.copy_from_slice(x);
+        if x[0] > 1.0 {
+            Err(i32::MIN + 1)
+        } else {
+            Ok(())
+        }
+    };
+    let e = trace(&mut f, 2, &[1.0, 2.0], &isolated(None)).unwrap_err();
+    assert!(
+        e.message.contains(&format!("returned {}", i32::MIN + 1)),
+        "{}",
+        e.message
+    );
+}

@@ -111,7 +111,8 @@ impl TraceOptions {
     /// naming the field): `chunk_size` 0 with the chunked strategy; a verification step that
     /// is not finite and positive; a negative or NaN tolerance; a sampling scale that is not
     /// finite and positive when points are sampled; threads combined with processes or
-    /// isolation (each evaluation would need its own process: use processes).
+    /// isolation (each evaluation would need its own process: use processes); more than
+    /// [`MAX_WORKERS`] threads or processes; more than [`MAX_SAMPLE_POINTS`] sampled points.
     pub fn validate(&self) -> Result<()> {
         if self.strategy == Strategy::Chunked && self.chunk_size == 0 {
             return Err(Error::invalid("chunk_size must be at least 1"));
@@ -134,6 +135,19 @@ impl TraceOptions {
                 self.sample_scale
             )));
         }
+        for (name, value) in [("threads", self.threads), ("processes", self.processes)] {
+            if value > MAX_WORKERS {
+                return Err(Error::invalid(format!(
+                    "{name} = {value} is more than {MAX_WORKERS}"
+                )));
+            }
+        }
+        if self.sample_points > MAX_SAMPLE_POINTS {
+            return Err(Error::invalid(format!(
+                "sample_points = {} is more than {MAX_SAMPLE_POINTS}",
+                self.sample_points
+            )));
+        }
         if self.threads > 1 && (self.processes > 0 || self.isolate) {
             return Err(Error::invalid(
                 "threads cannot be combined with isolate or processes (use processes)",
@@ -147,6 +161,11 @@ impl TraceOptions {
         self.isolate || self.processes > 0
     }
 }
+
+/// The most threads or worker processes a trace may use.
+pub const MAX_WORKERS: usize = 1024;
+/// The most points a trace may sample.
+pub const MAX_SAMPLE_POINTS: usize = 1 << 20;
 
 /// A time limit from seconds, as the C ABI and the command line take it: 0 means none.
 /// Errors: negative, NaN, infinite, or too large for a [`Duration`] (`what` names the option).
