@@ -22,6 +22,14 @@ int guarded(void *ud, size_t n, const double *x, size_t m, double *y) {
     for (size_t i = 0; i < m; i++) y[i] = x[i % n] + 2.0 * x[(i + 2) % n];
     return 0;
 }
+/* nanprop_blackbox convention; spins forever when x[0] is NaN. */
+int spins(void *ud, size_t n, const double *x, size_t m, double *y) {
+    (void)ud;
+    volatile double v = x[0];
+    while (v != v) { v = x[0]; }
+    for (size_t i = 0; i < m; i++) y[i] = x[i % n];
+    return 0;
+}
 "#;
 
 /// A directory of this test's own (tests run in parallel threads of one process).
@@ -364,6 +372,88 @@ fn time_limits_out_of_range_are_errors_not_panics() {
             "{flag} {value}: {}",
             text(&o)
         );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The children of process `pid` (from /proc).
+fn children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: comm may hold spaces, so read after the last ')'.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: u32 = rest.split(' ').nth(1).unwrap().parse().unwrap();
+        if ppid == pid {
+            found.push(child);
+        }
+    }
+    found
+}
+
+/// Whether `pid` is running (not gone, not a zombie).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            let rest = &stat[stat.rfind(')').unwrap() + 2..];
+            !rest.starts_with('Z') && !rest.starts_with('X')
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn an_isolated_worker_dies_with_its_host() {
+    let dir = scratch("orphan");
+    let lib = build_model(&dir);
+    let mut host = Command::new(env!("CARGO_BIN_EXE_nanprop"))
+        .args([
+            "trace",
+            "--lib",
+            lib.to_str().unwrap(),
+            "--symbol",
+            "spins",
+            "--convention",
+            "blackbox",
+            "-n",
+            "2",
+            "-m",
+            "2",
+            "--isolate",
+            "--timeout",
+            "600",
+            "--quiet",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the worker that spins on the NaN probe.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let worker = loop {
+        let c = children(host.id());
+        if let Some(&w) = c.first() {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            if running(w) {
+                break w;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "no worker appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    host.kill().unwrap(); // SIGKILL: the host cannot clean up
+    host.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while running(worker) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "worker {worker} still runs after its host was killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

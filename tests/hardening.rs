@@ -44,7 +44,8 @@ fn trace_with(edit: impl Fn(&mut nanprop_options)) -> (nanprop_status, String) {
 
 #[test]
 fn out_of_range_options_are_invalid_arguments_naming_the_field() {
-    let cases: [(&str, fn(&mut nanprop_options)); 7] = [
+    type Edit = fn(&mut nanprop_options);
+    let cases: [(&str, Edit); 7] = [
         ("timeout", |o| o.timeout = 1e20),
         ("timeout", |o| o.timeout = f64::NAN),
         ("timeout", |o| o.timeout = f64::INFINITY),

@@ -33,7 +33,7 @@ impl<'f> Processes<'f> {
         timeout: Option<Duration>,
     ) -> Result<Self> {
         let workers = (0..workers.max(1))
-            .map(|_| Worker::new(n, m))
+            .map(|_| Worker::new(n, m, timeout))
             .collect::<Result<_>>()?;
         Ok(Processes {
             f,

@@ -16,6 +16,10 @@
 //! Cost: one `fork` per evaluation (about a millisecond with a large address space), worth it
 //! when an evaluation takes longer. Unix only.
 //!
+//! A worker dies with its host: the child asks the kernel for SIGKILL when its parent goes
+//! (`PR_SET_PDEATHSIG`, checked against a parent already gone), and sets its own alarm a little
+//! past the time limit, so a hung evaluation ends even if nobody polls it any more.
+//!
 //! The child does nothing but call the black box and `_exit`, so it runs no destructors and
 //! takes no locks of its own; a black box that allocates relies on glibc's fork handlers for
 //! `malloc`, as any forking program does.
@@ -102,6 +106,9 @@ impl Drop for Shared {
 /// One worker: shared memory and the process evaluating in it.
 pub struct Worker {
     shared: Shared,
+    /// The evaluation time limit, which the child also enforces itself (a backstop for a host
+    /// that died or stopped polling).
+    timeout: Option<Duration>,
     /// The running child, 0 when none.
     pid: libc::pid_t,
     started: Instant,
@@ -110,13 +117,15 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// A worker for f: R^n -> R^m. Errors: the shared memory or the input copy cannot be had.
-    pub fn new(n: usize, m: usize) -> Result<Self> {
+    /// A worker for f: R^n -> R^m whose evaluations may take `timeout`. Errors: the shared
+    /// memory or the input copy cannot be had.
+    pub fn new(n: usize, m: usize, timeout: Option<Duration>) -> Result<Self> {
         let mut sent = Vec::new();
         reserve(&mut sent, n, "input snapshot")?;
         sent.resize(n, 0.0);
         Ok(Worker {
             shared: Shared::new(n, m)?,
+            timeout,
             pid: 0,
             started: Instant::now(),
             sent,
@@ -140,6 +149,12 @@ impl Worker {
         }
         // SAFETY: the header lies in the mapping.
         unsafe { self.shared.header().write(Header { done: 0, status: 0 }) };
+        // SAFETY: getpid has no preconditions.
+        let host = unsafe { libc::getpid() };
+        // Whole seconds past the limit, for the child's own alarm.
+        let backstop = self
+            .timeout
+            .map(|t| t.as_secs().saturating_add(2).min(u32::MAX as u64) as u32);
         // SAFETY: fork; the child only runs the black box and _exit (module docs).
         let pid = unsafe { libc::fork() };
         if pid < 0 {
@@ -148,6 +163,18 @@ impl Worker {
             ));
         }
         if pid == 0 {
+            // SAFETY (all three): plain system calls in the child. A worker dies with its host
+            // (SIGKILL when the thread that forked it ends, and at once if the host is already
+            // gone), and past its time limit even if the host stopped watching (SIGALRM).
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != host {
+                    libc::_exit(0);
+                }
+                if let Some(seconds) = backstop {
+                    libc::alarm(seconds);
+                }
+            }
             let header = self.shared.header();
             let (sx, sy) = self.shared.xy_mut();
             crate::fpenv::mask_traps();
@@ -199,7 +226,12 @@ impl Worker {
 
     fn outcome(&mut self, wstatus: libc::c_int) -> std::result::Result<(), Failure> {
         if libc::WIFSIGNALED(wstatus) {
-            return Err(Failure::Signal(libc::WTERMSIG(wstatus)));
+            let signal = libc::WTERMSIG(wstatus);
+            return Err(match (signal, self.timeout) {
+                // The child's own alarm: its time limit passed.
+                (libc::SIGALRM, Some(limit)) => Failure::TimedOut(limit),
+                _ => Failure::Signal(signal),
+            });
         }
         // SAFETY: the header lies in the mapping; the child has exited.
         let header = unsafe { self.shared.header().read() };
