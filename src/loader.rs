@@ -130,6 +130,29 @@ fn identity_of(path: &Path, symbol: &str, convention: Convention, int_kind: IntK
     )
 }
 
+/// Which file a library name means. A path with a slash is that file (an error if it does not
+/// exist). A bare name is a file of that name in the current directory if there is one (opened
+/// as `./name`), and otherwise the system's library search (`LD_LIBRARY_PATH`, the cache, the
+/// default directories), as `dlopen` does with a bare name; it is never both.
+fn resolve(path: &Path) -> Result<PathBuf> {
+    let bare = path.components().count() == 1 && !path.to_string_lossy().contains('/');
+    if path.exists() {
+        return Ok(if bare {
+            Path::new(".").join(path)
+        } else {
+            path.to_path_buf()
+        });
+    }
+    if bare {
+        // Not here: the system's search decides, and its message says where it looked.
+        return Ok(path.to_path_buf());
+    }
+    Err(Error::invalid(format!(
+        "library {} not found",
+        path.display()
+    )))
+}
+
 /// The names tried for `symbol`, in order, without repeats.
 pub fn candidate_names(symbol: &str) -> Vec<String> {
     let lower = symbol.to_lowercase();
@@ -181,18 +204,27 @@ impl LoadedBlackBox {
                 "n = {n} or m = {m} does not fit the loaded code's INTEGER"
             )));
         }
-        if !path.exists() {
-            return Err(Error::invalid(format!(
-                "library {} not found",
-                path.display()
-            )));
-        }
+        let path = &resolve(path)?;
         // SAFETY: loading runs the library's initializers; that is what the caller asked for.
-        let library = unsafe { libloading::Library::new(path) }.map_err(|e| {
-            Error::invalid(format!(
+        // RTLD_NOW binds every symbol now, so a missing dependency is an error here, not a
+        // "symbol lookup error" that ends the process in the middle of a trace.
+        let library = unsafe {
+            libloading::os::unix::Library::open(
+                Some(path),
+                libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL,
+            )
+        }
+        .map(libloading::Library::from)
+        .map_err(|e| match path.exists() {
+            true => Error::invalid(format!(
                 "{} is not a loadable shared library: {e}",
                 path.display()
-            ))
+            )),
+            false => Error::invalid(format!(
+                "library {} not found: not in the current directory, and the system's library \
+                 search says: {e}",
+                path.display()
+            )),
         })?;
         let names = candidate_names(symbol);
         let mut found = None;

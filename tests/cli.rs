@@ -457,3 +457,66 @@ fn an_isolated_worker_dies_with_its_host() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_bare_library_name_finds_the_file_in_the_current_directory() {
+    let dir = scratch("bare");
+    build_model(&dir);
+    let o = Command::new(env!("CARGO_BIN_EXE_nanprop"))
+        .current_dir(&dir)
+        .args([
+            "trace",
+            "--lib",
+            "libmodel.so",
+            "--symbol",
+            "ring",
+            "--convention",
+            "c",
+            "-n",
+            "6",
+            "-m",
+            "6",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("nnz = 12,"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_external_directory_of_another_trace_is_refused() {
+    let dir = scratch("stale");
+    let work = dir.join("work");
+    let args = |x0: &'static str, journal: &'static str| {
+        vec![
+            "trace".to_string(),
+            "--external".to_string(),
+            work.to_str().unwrap().to_string(),
+            "--journal".to_string(),
+            dir.join(journal).to_str().unwrap().to_string(),
+            "-n".to_string(),
+            "2".to_string(),
+            "-m".to_string(),
+            "2".to_string(),
+            "--x0".to_string(),
+            x0.to_string(),
+        ]
+    };
+    let run = |a: Vec<String>| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        nanprop(&a)
+    };
+    // The first trace hands out its baseline and waits.
+    let o = run(args("1,2", "a.bin"));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    // Its files are there; another trace (another point) must not read them.
+    let o = run(args("5,7", "b.bin"));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("another trace"), "{}", text(&o));
+    // The first goes on.
+    let o = run(args("1,2", "a.bin"));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}

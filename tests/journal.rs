@@ -357,3 +357,52 @@ fn a_journal_of_another_function_id_is_refused() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn journal_paths_that_are_not_journals_are_refused_and_left_alone() {
+    use nanprop::trace::journal::Journal;
+    let truth = synthetic::banded(10, 1);
+    let run = |path: &std::path::Path| {
+        let options = TraceOptions {
+            journal: Some(path.to_path_buf()),
+            ..Default::default()
+        };
+        trace(
+            &mut model(&truth, &Cell::new(0), None),
+            10,
+            &[1.0; 10],
+            &options,
+        )
+    };
+    // A notes file shorter than a journal's header is not overwritten.
+    let notes = journal_path("notes");
+    std::fs::write(&notes, "my notes").unwrap();
+    let e = run(&notes).unwrap_err();
+    assert!(
+        e.message.contains("is not a nanprop journal"),
+        "{}",
+        e.message
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes");
+    let _ = std::fs::remove_file(&notes);
+    // A FIFO (which would block a reader) and a device are refused at once.
+    let fifo = journal_path("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for path in [fifo.as_path(), std::path::Path::new("/dev/zero")] {
+        let e = run(path).unwrap_err();
+        assert!(e.message.contains("not a regular file"), "{}", e.message);
+    }
+    let _ = std::fs::remove_file(&fifo);
+    // One journal, one trace at a time: a second opener is refused while the first holds it.
+    let path = journal_path("locked");
+    let first = Journal::open(&path, 10, 10, 1, (0, None)).unwrap();
+    let e = run(&path).unwrap_err();
+    assert!(
+        e.message.contains("in use by another trace"),
+        "{}",
+        e.message
+    );
+    drop(first);
+    let _ = std::fs::remove_file(&path);
+}

@@ -198,3 +198,65 @@ fn a_journal_of_another_library_is_refused() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn libraries_bind_at_open_and_bare_names_mean_one_thing() {
+    use nanprop::loader::{Convention, IntKind, LoadedBlackBox};
+    let dir = scratch("binding");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A library that needs a function nobody provides: refused when opened, naming it, instead
+    // of a "symbol lookup error" that ends the process in the middle of a trace.
+    let src = dir.join("needs.c");
+    std::fs::write(
+        &src,
+        "#include <stddef.h>\ndouble nanprop_test_missing(double);\n\
+         int ring(void *u, size_t n, const double *x, size_t m, double *y) {\n\
+           (void)u; (void)n; (void)m; y[0] = nanprop_test_missing(x[0]); return 0; }\n",
+    )
+    .unwrap();
+    let lib = dir.join("libneeds.so");
+    let out = common::compiler()
+        .to_command()
+        .args(["-shared", "-fPIC"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&lib)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let e = LoadedBlackBox::open(&lib, "ring", Convention::Blackbox, 1, 1, IntKind::I4)
+        .err()
+        .expect("refused at open");
+    assert!(e.message.contains("nanprop_test_missing"), "{}", e.message);
+    // A bare name not in the current directory is the system's library.
+    let libm = LoadedBlackBox::open(
+        std::path::Path::new("libm.so.6"),
+        "cos",
+        Convention::C,
+        1,
+        1,
+        IntKind::I4,
+    );
+    assert!(libm.is_ok(), "{:?}", libm.err());
+    let e = LoadedBlackBox::open(
+        std::path::Path::new("libnanprop_nowhere.so"),
+        "f",
+        Convention::C,
+        1,
+        1,
+        IntKind::I4,
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.message.contains("not in the current directory")
+            && e.message.contains("system's library search"),
+        "{}",
+        e.message
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

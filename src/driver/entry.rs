@@ -123,7 +123,14 @@ pub fn trace_files(
     options: &TraceOptions,
     wait: Duration,
 ) -> Result<Pattern> {
-    let mut files = Files::new(dir, m, wait)?;
+    options.validate()?;
+    let trace = crate::trace::journal::Fnv::new()
+        .u64(x0.len() as u64)
+        .u64(m as u64)
+        .u64(crate::trace::journal::point_fingerprint(x0))
+        .u64(crate::trace::journal::options_fingerprint(options))
+        .finish();
+    let mut files = Files::new(dir, m, wait, trace)?;
     trace_with_executor(&mut files, x0.len(), m, x0, options, None, &mut |_| {}).map_err(|e| {
         if e.kind != ErrorKind::Waiting {
             return e;

@@ -22,11 +22,41 @@ pub struct Files {
 
 impl Files {
     /// An executor writing inputs to `dir` (created if missing) for f: R^n -> R^m, waiting up
-    /// to `wait` for missing outputs before calling them pending. Errors: `dir` cannot be
-    /// created.
-    pub fn new(dir: &Path, m: usize, wait: Duration) -> Result<Self> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::invalid(format!("creating {}: {e}", dir.display())))?;
+    /// to `wait` for missing outputs before calling them pending. `trace` identifies the trace
+    /// (its sizes, point and options): it is kept in `dir/trace.id`, and a directory that holds
+    /// another trace's files is refused, so that no output left by another trace is read as
+    /// this one's. Errors: `dir` cannot be created or read; it belongs to another trace.
+    pub fn new(dir: &Path, m: usize, wait: Duration, trace: u64) -> Result<Self> {
+        let io = |e: std::io::Error| Error::invalid(format!("{}: {e}", dir.display()));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let id_file = dir.join("trace.id");
+        let ours = format!("{trace:016x}\n");
+        match std::fs::read_to_string(&id_file) {
+            Ok(theirs) if theirs == ours => {}
+            Ok(_) => {
+                return Err(Error::invalid(format!(
+                    "{} holds the evaluations of another trace ({} differs: other sizes, point \
+                     or options); use an empty directory",
+                    dir.display(),
+                    id_file.display()
+                )))
+            }
+            Err(_) => {
+                let foreign = std::fs::read_dir(dir).map_err(io)?.flatten().any(|e| {
+                    let name = e.file_name();
+                    let name = name.to_string_lossy();
+                    name.ends_with(".in") || name.ends_with(".out")
+                });
+                if foreign {
+                    return Err(Error::invalid(format!(
+                        "{} holds evaluation files of an unknown trace (no trace.id); use an \
+                         empty directory",
+                        dir.display()
+                    )));
+                }
+                std::fs::write(&id_file, ours).map_err(io)?;
+            }
+        }
         Ok(Files {
             dir: dir.to_path_buf(),
             m,

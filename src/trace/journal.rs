@@ -42,8 +42,10 @@ use crate::trace::options::{NonFiniteBaseline, Strategy, TraceOptions};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 const MAGIC: &[u8; 8] = b"NANPROPJ";
 const VERSION: u32 = 2;
@@ -138,8 +140,37 @@ pub struct RequestKey {
     pub request: u64,
 }
 
+/// Journals open in this process, by (device, inode).
+static OPEN: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+/// Locks a journal for this trace: a POSIX record lock on the whole file (against other
+/// processes; forked workers do not inherit it) and this process's own list (against a second
+/// trace in this process). Err(()) when either is taken.
+fn lock(file: &File, metadata: &std::fs::Metadata) -> std::result::Result<(), ()> {
+    let key = (metadata.dev(), metadata.ino());
+    let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+    if open.contains(&key) {
+        return Err(());
+    }
+    // SAFETY: an all-zero flock is valid; the fields set below make it a write lock on the
+    // whole file; fcntl on a descriptor this process owns.
+    let taken = unsafe {
+        let mut l: libc::flock = std::mem::zeroed();
+        l.l_type = libc::F_WRLCK as libc::c_short;
+        l.l_whence = libc::SEEK_SET as libc::c_short;
+        libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &l) != 0
+    };
+    if taken {
+        return Err(());
+    }
+    open.push(key);
+    Ok(())
+}
+
 /// An open journal: the index of its records, and the file to append to.
 pub struct Journal {
+    /// (device, inode), this process's key for its lock.
+    inode: (u64, u64),
     file: File,
     path: PathBuf,
     m: usize,
@@ -153,10 +184,15 @@ impl Journal {
     }
 
     /// Opens the journal at `path` for a trace of n inputs and m outputs with the given
-    /// fingerprints, creating it if it does not exist; `function` describes the function in an
-    /// error message. Errors: the file cannot be read or written; it is not a nanprop journal,
-    /// or one of another version; it belongs to another trace (sizes, options or function); a
-    /// record before the last is damaged.
+    /// fingerprints, creating it if it does not exist, and locks it (a POSIX record lock and a
+    /// list of this process's journals, held while the journal is open) so that no other trace
+    /// writes into it at the same time;
+    /// `function` describes the function in an error message. Errors: the path names something
+    /// other than a regular file (a FIFO, a device); another trace holds the lock; the file
+    /// cannot be read or written; it is not a nanprop journal (a file shorter than the header
+    /// is one only if it starts like one: a header torn by a crash), or one of another version;
+    /// it belongs to another trace (sizes, options or function); a record before the last is
+    /// damaged.
     pub fn open(
         path: &Path,
         n: usize,
@@ -165,6 +201,30 @@ impl Journal {
         function: (u64, Option<&str>),
     ) -> Result<Self> {
         let io = |e: std::io::Error| Error::invalid(format!("journal {}: {e}", path.display()));
+        let not_regular = || {
+            Error::invalid(format!(
+                "journal {} is not a regular file (a FIFO, a device or a directory)",
+                path.display()
+            ))
+        };
+        let in_use = || {
+            Error::invalid(format!(
+                "journal {} is in use by another trace (it is locked); use another journal file",
+                path.display()
+            ))
+        };
+        // Checked before opening: opening a FIFO for reading could wait for a writer, and
+        // opening (then closing) a second descriptor of a journal this process holds would
+        // drop its record lock.
+        if let Ok(md) = std::fs::metadata(path) {
+            if !md.file_type().is_file() {
+                return Err(not_regular());
+            }
+            let open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+            if open.contains(&(md.dev(), md.ino())) {
+                return Err(in_use());
+            }
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -172,7 +232,12 @@ impl Journal {
             .truncate(false)
             .open(path)
             .map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
+        let metadata = file.metadata().map_err(io)?;
+        if !metadata.file_type().is_file() {
+            return Err(not_regular());
+        }
+        lock(&file, &metadata).map_err(|()| in_use())?;
+        let len = metadata.len();
         let mut header = Vec::with_capacity(HEADER);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
@@ -180,6 +245,7 @@ impl Journal {
             header.extend_from_slice(&v.to_le_bytes());
         }
         let mut journal = Journal {
+            inode: (metadata.dev(), metadata.ino()),
             file,
             path: path.to_path_buf(),
             m,
@@ -187,7 +253,17 @@ impl Journal {
             replayed: 0,
         };
         if len < HEADER as u64 {
-            // New (or torn while its header was written): start it.
+            // New, or torn while its header was written (then it starts like one); anything
+            // else is someone's file, not ours to overwrite.
+            let mut start = vec![0u8; len as usize];
+            (&journal.file).read_exact(&mut start).map_err(io)?;
+            let k = start.len().min(MAGIC.len());
+            if start[..k] != MAGIC[..k] {
+                return Err(Error::invalid(format!(
+                    "{} is not a nanprop journal ({len} bytes that do not start like one); use another file",
+                    path.display()
+                )));
+            }
             let f = &mut journal.file;
             f.set_len(0).map_err(io)?;
             f.seek(SeekFrom::Start(0)).map_err(io)?;
@@ -348,5 +424,13 @@ impl Journal {
     /// Records indexed and not replayed yet.
     pub fn unreplayed(&self) -> usize {
         self.index.len()
+    }
+}
+
+impl Drop for Journal {
+    /// Releases the lock (closing the file releases the record lock).
+    fn drop(&mut self) {
+        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        open.retain(|&k| k != self.inode);
     }
 }
