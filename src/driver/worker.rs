@@ -207,24 +207,38 @@ impl Worker {
             if self.started.elapsed() <= limit {
                 return None;
             }
-            // SAFETY: our own child, still running.
-            unsafe {
-                libc::kill(self.pid, libc::SIGKILL);
-                libc::waitpid(self.pid, &mut wstatus, 0);
-            }
+            kill_and_reap(self.pid);
             self.pid = 0;
             return Some(Err(Failure::TimedOut(limit)));
         }
         self.pid = 0;
         if r < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
+                // Someone else took its exit status (the host ignores SIGCHLD, or reaps
+                // children in a handler): the shared header still tells how it ended.
+                return Some(self.outcome(None));
+            }
             return Some(Err(Failure::NotRun(
                 "its worker process could not be waited for (waitpid failed)".to_string(),
             )));
         }
-        Some(self.outcome(wstatus))
+        Some(self.outcome(Some(wstatus)))
     }
 
-    fn outcome(&mut self, wstatus: libc::c_int) -> std::result::Result<(), Failure> {
+    /// How the evaluation ended: from the child's wait status when this process reaped it, and
+    /// from the shared header (always).
+    fn outcome(&mut self, wstatus: Option<libc::c_int>) -> std::result::Result<(), Failure> {
+        let wstatus = match wstatus {
+            Some(w) => w,
+            None => {
+                // SAFETY: the header lies in the mapping; the child has ended.
+                let header = unsafe { self.shared.header().read() };
+                match header.done {
+                    1 | 2 => 0,
+                    _ => return Err(Failure::Vanished),
+                }
+            }
+        };
         if libc::WIFSIGNALED(wstatus) {
             let signal = libc::WTERMSIG(wstatus);
             return Err(match (signal, self.timeout) {
@@ -267,13 +281,24 @@ impl Drop for Worker {
     /// and reaped: no stray processes, no zombies.
     fn drop(&mut self) {
         if self.pid > 0 {
-            let mut wstatus: libc::c_int = 0;
-            // SAFETY: our own child.
-            unsafe {
-                libc::kill(self.pid, libc::SIGKILL);
-                libc::waitpid(self.pid, &mut wstatus, 0);
-            }
+            kill_and_reap(self.pid);
         }
+    }
+}
+
+/// Kills our child `pid` and reaps it, without blocking on other children (a blocking
+/// `waitpid` waits for every child when the host ignores SIGCHLD).
+fn kill_and_reap(pid: libc::pid_t) {
+    let mut wstatus: libc::c_int = 0;
+    // SAFETY: our own child, not reaped yet (its pid cannot have been reused).
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    for _ in 0..10_000 {
+        // SAFETY: our own child.
+        let r = unsafe { libc::waitpid(pid, &mut wstatus, libc::WNOHANG) };
+        if r != 0 {
+            return; // reaped, or taken by someone else (ECHILD)
+        }
+        std::thread::sleep(Duration::from_micros(100));
     }
 }
 

@@ -28,6 +28,9 @@ pub enum Failure {
     },
     /// f did not write `y[i]` (or read it before writing it).
     Unwritten(usize),
+    /// f's worker process ended before f returned, and its exit status was taken by someone
+    /// else (a host that ignores SIGCHLD or reaps children in its own handler).
+    Vanished,
     /// f could not be run at all (a fork failed); the words say why.
     NotRun(String),
 }
@@ -43,6 +46,7 @@ impl Failure {
                 | Failure::Exited(_)
                 | Failure::TimedOut(_)
                 | Failure::Panicked
+                | Failure::Vanished
         )
     }
 }
@@ -67,6 +71,11 @@ impl fmt::Display for Failure {
             Failure::Unwritten(i) => {
                 write!(f, "did not write y[{i}] (or read it before writing it)")
             }
+            Failure::Vanished => write!(
+                f,
+                "ended before returning (its process's exit status was taken by another waiter: \
+                 does the host ignore SIGCHLD or reap children in a handler?)"
+            ),
             Failure::NotRun(why) => write!(f, "could not be run: {why}"),
         }
     }
