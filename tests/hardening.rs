@@ -72,3 +72,52 @@ fn out_of_range_options_are_invalid_arguments_naming_the_field() {
     let (s, msg) = trace_with(|o| o.timeout = 1e9);
     assert_eq!(s, nanprop_status::NANPROP_OK, "{msg}");
 }
+
+#[test]
+fn hostile_matrix_market_files_are_errors_with_bounded_memory() {
+    use nanprop::pattern::mtx::read_pattern;
+    let read = |text: &[u8]| read_pattern(std::io::BufReader::new(text));
+    let cases: [(&[u8], &str); 6] = [
+        // A symmetric header on a non-square size.
+        (
+            b"%%MatrixMarket matrix coordinate pattern symmetric\n3 2 1\n3 1\n",
+            "must be square",
+        ),
+        // Sizes beyond any index, or beyond what a 40-byte file can mean.
+        (
+            b"%%MatrixMarket matrix coordinate pattern general\n18446744073709551615 2 1\n1 1\n",
+            "at most",
+        ),
+        (
+            b"%%MatrixMarket matrix coordinate pattern general\n10000000000 2 1\n1 1\n",
+            "at most",
+        ),
+        (
+            b"%%MatrixMarket matrix coordinate pattern general\n2 2 18446744073709551615\n1 1\n",
+            "holds 1",
+        ),
+        (
+            b"%%MatrixMarket matrix coordinate pattern general\n2 2 100000000000000000\n1 1\n",
+            "holds 1",
+        ),
+        // More entries than the size line says.
+        (
+            b"%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 1\n2 2\n",
+            "more entries",
+        ),
+    ];
+    for (text, expected) in cases {
+        let e = read(text).unwrap_err();
+        assert!(e.message.contains(expected), "{expected}: {}", e.message);
+    }
+    // A huge line without a newline: refused after 4 KiB, and not echoed.
+    let mut long = b"%%MatrixMarket matrix coordinate pattern general\n".to_vec();
+    long.extend(std::iter::repeat_n(b'7', 10_000_000));
+    let e = read(&long).unwrap_err();
+    assert!(
+        e.message.contains("longer than 4096 bytes"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.len() < 200, "the line is not echoed");
+}

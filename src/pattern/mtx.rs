@@ -6,8 +6,8 @@
 //! `integer` values (ignored: only the structure is kept), `general` or `symmetric` (mirrored);
 //! comments anywhere; duplicate entries merged. Errors name the line.
 
-use crate::error::{Error, Result};
-use crate::pattern::Pattern;
+use crate::error::{reserve, Error, Result};
+use crate::pattern::{check_dims, Pattern};
 use std::io::{BufRead, Write};
 
 /// Writes `p` as a pattern file.
@@ -48,17 +48,52 @@ pub fn write_real(
     Ok(())
 }
 
-/// Reads the structure of a coordinate Matrix Market file.
-pub fn read_pattern(r: impl BufRead) -> Result<Pattern> {
-    let mut lines = r.lines().enumerate();
+/// The longest line read (a size line or an entry is a few dozen bytes).
+const MAX_LINE: usize = 4096;
+
+/// Reads the next line of at most [`MAX_LINE`] bytes into `buf` (None at the end). Errors: a
+/// longer line, a read error, text that is not UTF-8.
+fn next_line<'b>(r: &mut impl BufRead, buf: &'b mut Vec<u8>, no: usize) -> Result<Option<&'b str>> {
+    buf.clear();
+    let read = std::io::Read::take(&mut *r, MAX_LINE as u64 + 1)
+        .read_until(b'\n', buf)
+        .map_err(|e| Error::invalid(format!("reading: {e}")))?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if buf.len() > MAX_LINE {
+        return Err(Error::invalid(format!(
+            "Matrix Market line {}: longer than {MAX_LINE} bytes (not a Matrix Market file?)",
+            no + 1
+        )));
+    }
+    std::str::from_utf8(buf)
+        .map(Some)
+        .map_err(|_| Error::invalid(format!("Matrix Market line {}: not text", no + 1)))
+}
+
+/// At most 60 characters of `s`, for messages.
+fn shown(s: &str) -> String {
+    let mut t: String = s.chars().take(60).collect();
+    if t.len() < s.len() {
+        t.push_str("...");
+    }
+    t
+}
+
+/// Reads the structure of a coordinate Matrix Market file. Memory is proportional to what the
+/// file holds (its entries) plus the m + 1 row pointers of the result; sizes are checked before
+/// anything is allocated. Errors: a malformed header, size line or entry (the message names the
+/// line); sizes that are zero or above `u32::MAX`; a symmetric file that is not square; an
+/// entry outside the matrix; a count that does not match; a line longer than 4 KiB; out of
+/// memory (reported, never an abort).
+pub fn read_pattern(mut r: impl BufRead) -> Result<Pattern> {
     let bad = |line: usize, what: &str| {
         Error::invalid(format!("Matrix Market line {}: {what}", line + 1))
     };
-    let (_, header) = lines
-        .next()
-        .ok_or_else(|| Error::invalid("empty Matrix Market file"))?;
-    let header = header
-        .map_err(|e| Error::invalid(format!("reading: {e}")))?
+    let mut buf = Vec::new();
+    let header = next_line(&mut r, &mut buf, 0)?
+        .ok_or_else(|| Error::invalid("empty Matrix Market file"))?
         .to_lowercase();
     let words: Vec<&str> = header.split_whitespace().collect();
     if words.len() < 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
@@ -79,26 +114,37 @@ pub fn read_pattern(r: impl BufRead) -> Result<Pattern> {
         _ => return Err(bad(0, "symmetry must be general or symmetric")),
     };
     let mut size: Option<(usize, usize, usize)> = None;
-    let mut entries: Vec<(usize, usize)> = Vec::new();
-    for (no, line) in lines {
-        let line = line.map_err(|e| Error::invalid(format!("reading: {e}")))?;
+    let mut entries: Vec<(u32, u32)> = Vec::new();
+    let mut stored = 0usize;
+    let mut no = 0;
+    loop {
+        no += 1;
+        let Some(line) = next_line(&mut r, &mut buf, no)? else {
+            break;
+        };
         let t = line.trim();
         if t.is_empty() || t.starts_with('%') {
             continue;
         }
-        let nums: Vec<&str> = t.split_whitespace().collect();
+        let nums: Vec<&str> = t.split_whitespace().take(4).collect();
         let int = |k: usize| -> Result<usize> {
             nums.get(k)
                 .and_then(|s| s.parse().ok())
-                .ok_or_else(|| bad(no, &format!("expected an integer in '{t}'")))
+                .ok_or_else(|| bad(no, &format!("expected an integer in '{}'", shown(t))))
         };
         match size {
             None => {
-                let s = (int(0)?, int(1)?, int(2)?);
-                entries.reserve(s.2);
-                size = Some(s);
+                let (m, n, nnz) = (int(0)?, int(1)?, int(2)?);
+                check_dims(m, n).map_err(|e| bad(no, &e.message))?;
+                if symmetric && m != n {
+                    return Err(bad(
+                        no,
+                        &format!("a symmetric matrix must be square, this one is {m} x {n}"),
+                    ));
+                }
+                size = Some((m, n, nnz));
             }
-            Some((m, n, _)) => {
+            Some((m, n, nnz)) => {
                 let (i, j) = (int(0)?, int(1)?);
                 if i == 0 || j == 0 || i > m || j > n {
                     return Err(bad(
@@ -108,19 +154,23 @@ pub fn read_pattern(r: impl BufRead) -> Result<Pattern> {
                         ),
                     ));
                 }
-                entries.push((i - 1, j - 1));
+                stored += 1;
+                if stored > nnz {
+                    return Err(bad(
+                        no,
+                        &format!("more entries than the {nnz} the size line says"),
+                    ));
+                }
+                let need = if symmetric && i != j { 2 } else { 1 };
+                reserve(&mut entries, need, "Matrix Market entries")?;
+                entries.push((i as u32 - 1, j as u32 - 1));
                 if symmetric && i != j {
-                    entries.push((j - 1, i - 1));
+                    entries.push((j as u32 - 1, i as u32 - 1));
                 }
             }
         }
     }
     let (m, n, nnz) = size.ok_or_else(|| Error::invalid("Matrix Market file has no size line"))?;
-    let stored = if symmetric {
-        entries.iter().filter(|(i, j)| i >= j).count()
-    } else {
-        entries.len()
-    };
     if stored != nnz {
         return Err(Error::invalid(format!(
             "Matrix Market size line says {nnz} entries, the file holds {stored}"
@@ -128,14 +178,18 @@ pub fn read_pattern(r: impl BufRead) -> Result<Pattern> {
     }
     entries.sort_unstable();
     entries.dedup();
-    let mut row_ptr = vec![0usize; m + 1];
+    let mut row_ptr = Vec::new();
+    reserve(&mut row_ptr, m + 1, "row pointers")?;
+    row_ptr.resize(m + 1, 0usize);
     for &(i, _) in &entries {
-        row_ptr[i + 1] += 1;
+        row_ptr[i as usize + 1] += 1;
     }
     for i in 0..m {
         row_ptr[i + 1] += row_ptr[i];
     }
-    let cols: Vec<usize> = entries.iter().map(|&(_, j)| j).collect();
+    let mut cols: Vec<usize> = Vec::new();
+    reserve(&mut cols, entries.len(), "column indices")?;
+    cols.extend(entries.iter().map(|&(_, j)| j as usize));
     Pattern::from_csr(m, n, &row_ptr, &cols)
 }
 
