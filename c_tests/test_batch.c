@@ -56,6 +56,34 @@ int main(void) {
     CHECK(nanprop_session_evaluations(s) == nanprop_pattern_evaluations(direct));
     CHECK_STATUS(nanprop_session_finish(s, &batched), NANPROP_OK);
     CHECK(same_pattern(direct, batched));
+
+    /* Failures the caller reports: a model that refuses NaN in input 5 (as an MPI rank whose
+     * evaluation crashed would report it). The probe is split; input 5 is perturbed instead. */
+    nanprop_pattern *tolerant = NULL;
+    nanprop_session *t = NULL;
+    CHECK_STATUS(nanprop_session_create(N, N, x0, NULL, &t), NANPROP_OK);
+    for (;;) {
+        CHECK_STATUS(nanprop_session_ask(t, ids, 4096, &count), NANPROP_OK);
+        if (count == 0) break;
+        for (size_t k = 0; k < count; k++) { /* increasing ids */
+            CHECK_STATUS(nanprop_session_input(t, ids[k], x), NANPROP_OK);
+            if (x[5] != x[5]) {
+                CHECK_STATUS(nanprop_session_fail(t, ids[k], -1), NANPROP_OK);
+                continue;
+            }
+            model(NULL, N, x, N, y);
+            CHECK_STATUS(nanprop_session_tell(t, ids[k], y), NANPROP_OK);
+        }
+    }
+    CHECK_STATUS(nanprop_session_fail(t, 0, 0), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(nanprop_session_finish(t, &tolerant), NANPROP_OK);
+    CHECK(same_pattern(direct, tolerant));
+    size_t failed = 99;
+    CHECK(nanprop_pattern_num_failed_columns(tolerant) == 1);
+    CHECK_STATUS(nanprop_pattern_failed_columns(tolerant, &failed), NANPROP_OK);
+    CHECK(failed == 5);
+    nanprop_pattern_free(tolerant);
+    nanprop_session_free(t);
     printf("batch: %zu evaluations in %zu ask rounds\n", nanprop_pattern_evaluations(batched), rounds);
 
     /* Misuse: telling twice, an unknown id, after finish. */

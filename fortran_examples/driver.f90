@@ -70,6 +70,8 @@ program driver
     ok = ok .and. k == row_ptr(i + 1)
   end do
   call check(ok, 'pattern (1-based CSR)')
+  call check(nanprop_pattern_num_failed_columns(p) == 0, 'no NaN-intolerant input')
+  call check(nanprop_pattern_noise(p) == 0.0d0, 'no noise')
   print '(a, i0, a, i0, a)', 'driver: pattern found with ', nanprop_pattern_evaluations(p), &
       ' evaluations (one-hot: ', n + 1, ')'
 

@@ -134,6 +134,29 @@ module nanprop
       integer(c_size_t) :: k
     end function
 
+    function nanprop_pattern_num_failed_columns(p) bind(C, name="nanprop_pattern_num_failed_columns") &
+        result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: p
+      integer(c_size_t) :: k
+    end function
+
+    ! The NaN-intolerant inputs (0-based, increasing): nanprop_pattern_num_failed_columns of them.
+    function nanprop_pattern_failed_columns(p, cols) bind(C, name="nanprop_pattern_failed_columns") &
+        result(status)
+      import :: c_ptr, c_size_t, c_int
+      type(c_ptr), value :: p
+      integer(c_size_t), intent(out) :: cols(*)
+      integer(c_int) :: status
+    end function
+
+    ! The estimated relative noise of f's outputs (0: repeated evaluations agree bit for bit).
+    function nanprop_pattern_noise(p) bind(C, name="nanprop_pattern_noise") result(noise)
+      import :: c_ptr, c_double
+      type(c_ptr), value :: p
+      real(c_double) :: noise
+    end function
+
     function nanprop_pattern_csr(p, row_ptr, col_idx) bind(C, name="nanprop_pattern_csr") result(status)
       import :: c_ptr, c_size_t, c_int
       type(c_ptr), value :: p

@@ -810,6 +810,20 @@ nanprop_status nanprop_session_input(nanprop_session *s, size_t id, double *x);
 nanprop_status nanprop_session_tell(nanprop_session *s, size_t id, const double *y);
 
 /**
+ * Reports that the evaluation of request `id` failed: f returned the nonzero `code`, or
+ * crashed or timed out where the caller ran it (pass any nonzero code). A NaN request's
+ * failure is worked around: its probe is split in halves, down to single inputs, and the parts
+ * come with the next `nanprop_session_ask`; an input whose NaN alone fails is perturbed
+ * instead and listed by `nanprop_pattern_failed_columns`. For reproducible request ids (a
+ * journal), report a step's failures in increasing id order.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL or finished session, an id not outstanding, code
+ * 0); NANPROP_ERR_BLACKBOX for the failure of any other request (the baseline, a check or
+ * verification at a finite point): the trace cannot go on.
+ */
+nanprop_status nanprop_session_fail(nanprop_session *s, size_t id, int code);
+
+/**
  * Evaluations told so far, the baseline included; 0 for NULL or a finished session.
  */
 size_t nanprop_session_evaluations(const nanprop_session *s);

@@ -7,7 +7,9 @@ use super::options::{nanprop_options, read_options};
 use super::pattern::nanprop_pattern;
 use super::status::nanprop_status;
 use crate::error::{Error, Result};
+use crate::trace::failure::Failure;
 use crate::trace::TraceSession;
+use std::ffi::c_int;
 
 /// A trace as a batch (ask/tell) session, for callers that run the evaluations themselves: on
 /// threads, other processes, MPI ranks or a batch scheduler. Opaque; free with
@@ -131,6 +133,37 @@ pub unsafe extern "C" fn nanprop_session_tell(
         not_null(y, "y")?;
         let y = unsafe { slice(y, session.m(), "y")? };
         session.tell(id, y)
+    })
+}
+
+/// Reports that the evaluation of request `id` failed: f returned the nonzero `code`, or
+/// crashed or timed out where the caller ran it (pass any nonzero code). A NaN request's
+/// failure is worked around: its probe is split in halves, down to single inputs, and the parts
+/// come with the next `nanprop_session_ask`; an input whose NaN alone fails is perturbed
+/// instead and listed by `nanprop_pattern_failed_columns`. For reproducible request ids (a
+/// journal), report a step's failures in increasing id order.
+///
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL or finished session, an id not outstanding, code
+/// 0); NANPROP_ERR_BLACKBOX for the failure of any other request (the baseline, a check or
+/// verification at a finite point): the trace cannot go on.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_session_fail(
+    s: *mut nanprop_session,
+    id: usize,
+    code: c_int,
+) -> nanprop_status {
+    guarded("nanprop_session_fail", || {
+        // SAFETY: NULL or a live session used by one thread, by contract.
+        let session = unsafe { session_mut(s)? };
+        if code == 0 {
+            return Err(Error::invalid("code is 0: a failure has a nonzero code"));
+        }
+        if !session.outstanding(id) {
+            return Err(Error::invalid(format!(
+                "request {id} is not outstanding in this step"
+            )));
+        }
+        session.fail(id, &Failure::Returned(code))
     })
 }
 
