@@ -1,6 +1,8 @@
 //! Failure-tolerant probing: codes that refuse or crash on NaN are traced exactly; the inputs
 //! whose NaN alone makes them fail are reported and their dependencies found by perturbation.
 
+mod common;
+
 use nanprop::testing as synthetic;
 use nanprop::{trace, EntryKind, Pattern, Strategy, TraceOptions};
 
@@ -14,14 +16,7 @@ fn refusing<'a>(
         if refused.iter().any(|&j| x[j].is_nan()) {
             return Err(-1);
         }
-        for (i, yi) in y.iter_mut().enumerate() {
-            *yi = 1.0
-                + truth
-                    .row(i)
-                    .iter()
-                    .map(|&j| x[j as usize] * (1.0 + 1e-3 * j as f64))
-                    .sum::<f64>();
-        }
+        common::row_sums(truth, x, y);
         Ok(())
     }
 }

@@ -1,6 +1,8 @@
 //! Journals: a trace that dies resumes without evaluating again what it had; a torn last record
 //! is dropped; a journal of another trace, or a damaged one, is refused.
 
+mod common;
+
 use nanprop::testing as synthetic;
 use nanprop::{trace, ErrorKind, Pattern, TraceOptions};
 use std::cell::Cell;
@@ -25,14 +27,7 @@ fn model<'a>(
         if fail_at.is_some_and(|c| calls.get() >= c) && x.iter().all(|v| v.is_finite()) {
             return Err(9);
         }
-        for (i, yi) in y.iter_mut().enumerate() {
-            *yi = 1.0
-                + truth
-                    .row(i)
-                    .iter()
-                    .map(|&j| x[j as usize] * (1.0 + 1e-3 * j as f64))
-                    .sum::<f64>();
-        }
+        common::row_sums(truth, x, y);
         Ok(())
     }
 }

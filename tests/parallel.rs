@@ -1,5 +1,7 @@
 //! The parallel drivers give exactly the serial driver's result, whatever the worker count.
 
+mod common;
+
 use nanprop::testing as synthetic;
 use nanprop::{trace, ErrorKind, Pattern, Strategy, ThreadSafe, TraceOptions};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,13 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// callable from several threads.
 fn model(p: &Pattern) -> impl Fn(&[f64], &mut [f64]) -> Result<(), i32> + Sync + '_ {
     move |x: &[f64], y: &mut [f64]| {
-        for (i, yi) in y.iter_mut().enumerate() {
-            *yi = 1.0
-                + p.row(i)
-                    .iter()
-                    .map(|&j| x[j as usize] * (1.0 + 1e-3 * j as f64))
-                    .sum::<f64>();
-        }
+        common::row_sums(p, x, y);
         Ok(())
     }
 }

@@ -115,3 +115,16 @@ pub fn tool_available(tool: &str, why: &str) -> bool {
     }
     found
 }
+
+/// The model every trace test can check exactly: y_i = 1 + sum over row i of `truth` of
+/// (1 + j/1000) x_j. Every dependency propagates NaN and moves with a finite step.
+pub fn row_sums(truth: &nanprop::Pattern, x: &[f64], y: &mut [f64]) {
+    for (i, yi) in y.iter_mut().enumerate() {
+        *yi = 1.0
+            + truth
+                .row(i)
+                .iter()
+                .map(|&j| x[j as usize] * (1.0 + 1e-3 * j as f64))
+                .sum::<f64>();
+    }
+}
