@@ -520,3 +520,65 @@ fn an_external_directory_of_another_trace_is_refused() {
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn points_and_outputs_as_users_write_them() {
+    let dir = scratch("points");
+    let lib = build_model(&dir);
+    let lib = lib.to_str().unwrap().to_string();
+    let run = |x0: &str, out: Option<&str>| {
+        let mut args = vec![
+            "trace",
+            "--lib",
+            &lib,
+            "--symbol",
+            "ring",
+            "--convention",
+            "c",
+            "-n",
+            "6",
+            "-m",
+            "6",
+            "--quiet",
+            "--x0",
+            x0,
+        ];
+        if let Some(out) = out {
+            args.extend(["--out", out]);
+        }
+        nanprop(&args)
+    };
+    // Negative numbers: MINPACK's standard starting points are.
+    for x0 in ["-1", "-1,-2,-3,-4,-5,-6"] {
+        let o = run(x0, None);
+        assert!(o.status.success(), "{x0}: {}", text(&o));
+        assert!(text(&o).contains("nnz = 12,"), "{x0}: {}", text(&o));
+    }
+    // A text file with comments and Fortran exponents, and raw little-endian doubles.
+    let txt = dir.join("x0.txt");
+    std::fs::write(
+        &txt,
+        "# initial guess\n1.0D0, 2.0d0 ! first two\n3 4\n5.5E0 -6\n",
+    )
+    .unwrap();
+    let bin = dir.join("x0.bin");
+    let bytes: Vec<u8> = (1..=6).flat_map(|v| (v as f64).to_le_bytes()).collect();
+    std::fs::write(&bin, bytes).unwrap();
+    for file in [&txt, &bin] {
+        let o = run(file.to_str().unwrap(), None);
+        assert!(o.status.success(), "{}: {}", file.display(), text(&o));
+    }
+    std::fs::write(&bin, [0u8; 40]).unwrap();
+    let o = run(bin.to_str().unwrap(), None);
+    assert!(text(&o).contains("48 bytes"), "{}", text(&o));
+    // --out - writes the matrix to standard output and the summary to standard error.
+    let o = run("1", Some("-"));
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stdout.starts_with("%%MatrixMarket"), "{stdout}");
+    assert!(!stdout.contains("nnz ="), "{stdout}");
+    assert!(stderr.contains("nnz = 12,"), "{stderr}");
+    assert!(!dir.join("-").exists() && !std::path::Path::new("-").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

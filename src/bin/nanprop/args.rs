@@ -54,9 +54,11 @@ pub(crate) struct Load {
     /// The Fortran code uses 8-byte INTEGER (-fdefault-integer-8).
     #[arg(long)]
     pub(crate) integer8: bool,
-    /// The point: a file of n numbers, a comma-separated list of n numbers, or one number for
-    /// every input (default 1).
-    #[arg(long, default_value = "1")]
+    /// The point: a comma-separated list of n numbers, one number for every input (default 1;
+    /// negative numbers allowed: --x0 -1), or a file: text with n numbers (commas or blanks;
+    /// comments from '#' or '!' to the end of a line; Fortran exponents 1.5D0), or, named
+    /// *.bin, n little-endian doubles.
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
     pub(crate) x0: String,
 }
 
@@ -70,19 +72,43 @@ pub(crate) fn strategy(s: StrategyArg) -> Strategy {
 
 /// The point: a file, a list, or one number for all inputs.
 pub(crate) fn parse_x0(spec: &str, n: usize) -> Result<Vec<f64>, String> {
-    let text = if Path::new(spec).is_file() {
-        std::fs::read_to_string(spec).map_err(|e| format!("reading --x0 file {spec}: {e}"))?
+    let path = Path::new(spec);
+    if path.is_file() && path.extension().is_some_and(|e| e == "bin") {
+        let bytes = std::fs::read(path).map_err(|e| format!("reading --x0 file {spec}: {e}"))?;
+        if bytes.len() != 8 * n {
+            return Err(format!(
+                "--x0 file {spec} has {} bytes, expected n = {n} little-endian doubles ({} bytes)",
+                bytes.len(),
+                8 * n
+            ));
+        }
+        return Ok(bytes
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect());
+    }
+    let (text, source) = if path.is_file() {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("reading --x0 file {spec}: {e}"))?;
+        (text, format!("in {spec}"))
     } else {
-        spec.to_string()
+        (spec.to_string(), format!("(and {spec} is not a file)"))
     };
-    let values: Vec<f64> = text
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<f64>()
-                .map_err(|_| format!("--x0: '{s}' is not a number (and {spec} is not a file)"))
-        })
-        .collect::<Result<_, _>>()?;
+    let mut values = Vec::new();
+    for line in text.lines() {
+        let line = line.split(['#', '!']).next().unwrap_or("");
+        for word in line.split(|c: char| c == ',' || c.is_whitespace()) {
+            if word.is_empty() {
+                continue;
+            }
+            // Fortran writes exponents with D: 1.5D0, -2.0d-3.
+            let number = word.replace(['D', 'd'], "e");
+            let v = number
+                .parse::<f64>()
+                .map_err(|_| format!("--x0: '{word}' is not a number {source}"))?;
+            values.push(v);
+        }
+    }
     match values.len() {
         1 => Ok(vec![values[0]; n]),
         k if k == n => Ok(values),

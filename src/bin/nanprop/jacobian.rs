@@ -1,7 +1,7 @@
 //! `nanprop jacobian`: a sparse Jacobian of a loaded function by compressed differences.
 
 use crate::args::{open, Load};
-use crate::output::{progress_bar, summary, write_file, write_svg, Counted};
+use crate::output::{is_stdout, progress_bar, summary, write_file, write_svg, Counted};
 use crate::trace::trace_loaded;
 use crate::Failure;
 use clap::Args;
@@ -91,7 +91,7 @@ pub(crate) fn run(a: &JacobianArgs, quiet: bool) -> Result<(), Failure> {
     if let Some(path) = &a.svg {
         write_svg(path, &p, &c)?;
     }
-    summary(&p, c.num_colors, seconds);
+    summary(&p, c.num_colors, seconds, is_stdout(&a.out));
     println!(
         "Jacobian: {evaluations} evaluations (finite differences without coloring: {})",
         f.n() + 1

@@ -4,7 +4,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nanprop::coloring::{self, lower_bound};
 use nanprop::pattern::svg;
 use nanprop::{BlackBox, Pattern};
-use std::io::{BufWriter, IsTerminal};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
 
 pub(crate) fn progress_bar(quiet: bool) -> ProgressBar {
@@ -34,14 +34,26 @@ impl BlackBox for Counted<'_> {
     }
 }
 
+/// Whether `path` means standard output (`-`).
+pub(crate) fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Writes a file, or standard output for `-`.
 pub(crate) fn write_file(
     path: &Path,
-    write: impl FnOnce(&mut BufWriter<std::fs::File>) -> std::io::Result<()>,
+    write: impl FnOnce(&mut Box<dyn Write>) -> std::io::Result<()>,
 ) -> Result<(), String> {
-    let file =
-        std::fs::File::create(path).map_err(|e| format!("creating {}: {e}", path.display()))?;
-    let mut w = BufWriter::new(file);
-    write(&mut w).map_err(|e| format!("writing {}: {e}", path.display()))
+    let mut w: Box<dyn Write> = if is_stdout(path) {
+        Box::new(BufWriter::new(std::io::stdout().lock()))
+    } else {
+        let file =
+            std::fs::File::create(path).map_err(|e| format!("creating {}: {e}", path.display()))?;
+        Box::new(BufWriter::new(file))
+    };
+    write(&mut w)
+        .and_then(|()| w.flush())
+        .map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
 pub(crate) fn write_svg(path: &Path, p: &Pattern, c: &coloring::Coloring) -> Result<(), String> {
@@ -49,8 +61,10 @@ pub(crate) fn write_svg(path: &Path, p: &Pattern, c: &coloring::Coloring) -> Res
         .map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-pub(crate) fn summary(p: &Pattern, colors: usize, seconds: f64) {
-    println!(
+/// The one-line summary: on standard output, or on standard error when the result itself goes
+/// to standard output (`--out -`).
+pub(crate) fn summary(p: &Pattern, colors: usize, seconds: f64, to_stderr: bool) {
+    let line = format!(
         "n = {}, m = {}, nnz = {}, evaluations = {}, unresolved = {}, colors = {colors} (lower bound {}), n/colors = {:.2}, time = {seconds:.3} s",
         p.cols(),
         p.rows(),
@@ -60,4 +74,9 @@ pub(crate) fn summary(p: &Pattern, colors: usize, seconds: f64) {
         lower_bound(p),
         p.cols() as f64 / colors.max(1) as f64
     );
+    if to_stderr {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
 }

@@ -2,7 +2,7 @@
 //! scheduler through files (`--external`).
 
 use crate::args::{open, parse_x0, strategy, Load, StrategyArg};
-use crate::output::{progress_bar, summary, write_file, write_svg};
+use crate::output::{is_stdout, progress_bar, summary, write_file, write_svg};
 use crate::Failure;
 use clap::Args;
 use nanprop::coloring::{self, ColoringOptions};
@@ -114,6 +114,7 @@ pub(crate) fn run(a: &TraceArgs, quiet: bool) -> Result<(), Failure> {
             p.nonfinite_rows().len()
         );
     }
-    summary(&p, c.num_colors, seconds);
+    let to_stderr = a.out.as_deref().is_some_and(is_stdout);
+    summary(&p, c.num_colors, seconds, to_stderr);
     Ok(())
 }
