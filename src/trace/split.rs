@@ -25,7 +25,11 @@
 //! baseline, of a verification evaluation or of a perturbation (finite inputs) stays an error,
 //! as does a broken contract (an unwritten output, a write past `y[m-1]`, a changed input).
 
+use crate::error::{Error, ErrorKind, Result};
 use crate::probe::Probe;
+use crate::trace::failure::Failure;
+use crate::trace::session::{RequestKind, TraceSession};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Finite perturbations of a NaN-intolerant input: up, down, and up by a larger step.
@@ -98,6 +102,145 @@ impl Merge {
         self.perturbed.sort_unstable();
         self.perturbed.dedup();
         (y, self.perturbed)
+    }
+}
+
+/// The session's side of failure-tolerant probing: failed requests, their parts, and inputs
+/// known to be NaN-intolerant.
+impl TraceSession {
+    /// A part of a failed request told its outputs.
+    pub(super) fn tell_part(&mut self, id: usize, y: &[f64]) -> Result<()> {
+        let part = &self.parts[id - self.static_requests];
+        let parent = part.parent;
+        if part.perturbation.is_some() {
+            let rows: Vec<u32> = (0..self.m)
+                .filter(|&i| self.baseline[i].is_finite() && self.changed(self.baseline[i], y[i]))
+                .map(|i| i as u32)
+                .collect();
+            let baseline = self.baseline.clone();
+            return self.merge_into(parent, &baseline, &rows);
+        }
+        self.merge_into(parent, y, &[])
+    }
+
+    /// Merges a part's outputs into the failed request `parent` it stands in for; when all its
+    /// parts are in, the failed request is answered (and so on up).
+    fn merge_into(&mut self, parent: usize, y: &[f64], perturbed: &[u32]) -> Result<()> {
+        let anonymous = self.n > crate::codec::MAX_ID as usize;
+        let merge = self
+            .merges
+            .get_mut(&parent)
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "a part without its failed request"))?;
+        merge.take_tagged(y, &self.baseline, perturbed, anonymous);
+        merge.waiting -= 1;
+        if merge.waiting > 0 {
+            return Ok(());
+        }
+        let merge = self.merges.remove(&parent).expect("present");
+        let column = merge.column;
+        let (y, perturbed) = merge.outputs(&self.baseline);
+        if let Some(c) = column {
+            self.intolerant.insert(c, perturbed.clone());
+        }
+        if parent < self.static_requests {
+            let k = parent / self.per_probe();
+            return self.nan_told(k, Cow::Owned(y), perturbed);
+        }
+        let grandparent = self.parts[parent - self.static_requests].parent;
+        self.merge_into(grandparent, &y, &perturbed)
+    }
+
+    /// The NaN requests of a new step that hold known NaN-intolerant inputs are not evaluated
+    /// as they are: each becomes a part without those inputs, merged with the rows their
+    /// perturbations changed ([`crate::trace::split`]).
+    pub(super) fn set_aside_intolerant(&mut self) -> Result<()> {
+        if self.intolerant.is_empty() {
+            return Ok(());
+        }
+        let per = self.per_probe();
+        for k in 0..self.probes.len() {
+            let cols = self.probes[k].cols();
+            if !cols.iter().any(|c| self.intolerant.contains_key(c)) {
+                continue;
+            }
+            let (bad, rest): (Vec<u32>, Vec<u32>) =
+                cols.iter().partition(|c| self.intolerant.contains_key(c));
+            let id = k * per;
+            self.told.set(id, true);
+            let mut merge = Merge::new(usize::from(!rest.is_empty()));
+            for c in &bad {
+                merge.perturbed.extend_from_slice(&self.intolerant[c]);
+            }
+            if rest.is_empty() {
+                let (y, perturbed) = merge.outputs(&self.baseline);
+                self.nan_told(k, Cow::Owned(y), perturbed)?;
+                continue;
+            }
+            self.parts.push(Part {
+                probe: Probe::new(rest, self.n),
+                perturbation: None,
+                parent: id,
+            });
+            self.merges.insert(id, merge);
+        }
+        self.told
+            .resize(self.static_requests + self.parts.len(), false);
+        Ok(())
+    }
+
+    /// Whether a failed evaluation of request `id` is one the session works around: a NaN
+    /// request failing in a way its inputs may cause ([`crate::trace::split`]).
+    pub fn recoverable(&self, id: usize, failure: &Failure) -> bool {
+        self.outstanding(id)
+            && self.request(id).kind == RequestKind::Nan
+            && failure.input_dependent()
+    }
+
+    /// The evaluation of request `id` failed. A NaN request failing in a way its inputs may
+    /// cause is split into parts (halves of its inputs, or perturbations of a single input),
+    /// which the next [`TraceSession::ask`] hands out; any other failure is an error naming the
+    /// request ([`ErrorKind::BlackBox`]). Call in increasing `id` order for reproducible
+    /// request ids (journals).
+    pub fn fail(&mut self, id: usize, failure: &Failure) -> Result<()> {
+        if !self.recoverable(id, failure) {
+            return Err(Error::new(
+                ErrorKind::BlackBox,
+                format!("the black box {failure} on {}", self.describe(id)),
+            ));
+        }
+        self.told.set(id, true);
+        self.report.evaluations += 1;
+        self.report.failed_evaluations += 1;
+        let cols = self.request(id).probe.cols().to_vec();
+        let n = self.n;
+        let before = self.parts.len();
+        if cols.len() > 1 {
+            let (a, b) = cols.split_at(cols.len() / 2);
+            for half in [a, b] {
+                self.parts.push(Part {
+                    probe: Probe::new(half.to_vec(), n),
+                    perturbation: None,
+                    parent: id,
+                });
+            }
+        } else {
+            self.failed_columns.push(cols[0]);
+            for p in 0..PERTURBATION_POINTS {
+                self.parts.push(Part {
+                    probe: Probe::new(cols.clone(), n),
+                    perturbation: Some(p),
+                    parent: id,
+                });
+            }
+        }
+        let mut merge = Merge::new(self.parts.len() - before);
+        if cols.len() == 1 {
+            merge.column = Some(cols[0]);
+        }
+        self.merges.insert(id, merge);
+        self.told
+            .resize(self.static_requests + self.parts.len(), false);
+        Ok(())
     }
 }
 
