@@ -30,6 +30,7 @@ module nanprop
   integer(c_int32_t), parameter :: NANPROP_CONVENTION_FORTRAN = 2
   integer(c_int32_t), parameter :: NANPROP_CONVENTION_MINPACK_HYBRD = 3
   integer(c_int32_t), parameter :: NANPROP_CONVENTION_MINPACK_LMDIF = 4
+  integer(c_int32_t), parameter :: NANPROP_CONVENTION_FORTRAN_SQUARE = 5
 
   type, bind(C) :: nanprop_options
     integer(c_size_t) :: struct_size

@@ -743,6 +743,12 @@ nanprop_status nanprop_jacobian_plan_assemble(nanprop_jacobian_plan *plan,
 #define NANPROP_CONVENTION_MINPACK_LMDIF 4
 
 /**
+ * Loaded function convention: Fortran `subroutine f(n, x, y)` with m = n, the common residual
+ * form `resid(n, x, f)`.
+ */
+#define NANPROP_CONVENTION_FORTRAN_SQUARE 5
+
+/**
  * A stateful tracer for codes with discrete ("flag") inputs: it traces again whenever it sees
  * a new combination of flag values and keeps the union. Opaque; free it with
  * `nanprop_flag_tracer_free`.

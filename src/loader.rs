@@ -20,6 +20,7 @@
 //! | `C` | `void f(const double *x, double *y)` (n and m known to the caller) |
 //! | `Blackbox` | `int f(void *user_data, size_t n, const double *x, size_t m, double *y)` |
 //! | `Fortran` | `subroutine f(n, x, m, y)`: all by reference |
+//! | `FortranSquare` | `subroutine f(n, x, y)` (m = n), the common residual form |
 //! | `MinpackHybrd` | `subroutine fcn(n, x, fvec, iflag)` |
 //! | `MinpackLmdif` | `subroutine fcn(m, n, x, fvec, iflag)` |
 //!
@@ -46,6 +47,8 @@ pub enum Convention {
     Blackbox,
     /// `subroutine f(n, x, m, y)`.
     Fortran,
+    /// `subroutine f(n, x, y)` (m = n): the common residual form `resid(n, x, f)`.
+    FortranSquare,
     /// MINPACK hybrd: `subroutine fcn(n, x, fvec, iflag)` (m = n).
     MinpackHybrd,
     /// MINPACK lmdif: `subroutine fcn(m, n, x, fvec, iflag)`.
@@ -53,12 +56,13 @@ pub enum Convention {
 }
 
 impl Convention {
-    /// Parses "c", "blackbox", "fortran", "minpack-hybrd", "minpack-lmdif".
+    /// Parses "c", "blackbox", "fortran", "fortran-square", "minpack-hybrd", "minpack-lmdif".
     pub fn parse(s: &str) -> Option<Convention> {
         Some(match s {
             "c" => Convention::C,
             "blackbox" => Convention::Blackbox,
             "fortran" => Convention::Fortran,
+            "fortran-square" => Convention::FortranSquare,
             "minpack-hybrd" => Convention::MinpackHybrd,
             "minpack-lmdif" => Convention::MinpackLmdif,
             _ => return None,
@@ -80,6 +84,8 @@ type CFn = unsafe extern "C" fn(*const f64, *mut f64);
 type BlackboxFn = unsafe extern "C" fn(*mut c_void, usize, *const f64, usize, *mut f64) -> c_int;
 type Fortran4 = unsafe extern "C" fn(*const i32, *const f64, *const i32, *mut f64);
 type Fortran8 = unsafe extern "C" fn(*const i64, *const f64, *const i64, *mut f64);
+type Square4 = unsafe extern "C" fn(*const i32, *const f64, *mut f64);
+type Square8 = unsafe extern "C" fn(*const i64, *const f64, *mut f64);
 type Hybrd4 = unsafe extern "C" fn(*const i32, *const f64, *mut f64, *mut i32);
 type Hybrd8 = unsafe extern "C" fn(*const i64, *const f64, *mut f64, *mut i64);
 type Lmdif4 = unsafe extern "C" fn(*const i32, *const i32, *const f64, *mut f64, *mut i32);
@@ -190,9 +196,13 @@ impl LoadedBlackBox {
                 "the sizes of the loaded function are missing (n = {n}, m = {m})"
             )));
         }
-        if convention == Convention::MinpackHybrd && m != n {
+        if matches!(
+            convention,
+            Convention::MinpackHybrd | Convention::FortranSquare
+        ) && m != n
+        {
             return Err(Error::invalid(format!(
-                "MINPACK hybrd functions are square: m = {m} but n = {n}"
+                "{convention:?} functions are square: m = {m} but n = {n}"
             )));
         }
         let limit = match int_kind {
@@ -315,6 +325,14 @@ impl LoadedBlackBox {
                 (Convention::Fortran, IntKind::I8) => {
                     let (n, m) = (self.n as i64, self.m as i64);
                     std::mem::transmute::<*const c_void, Fortran8>(f)(&n, xp, &m, yp)
+                }
+                (Convention::FortranSquare, IntKind::I4) => {
+                    let n = self.n as i32;
+                    std::mem::transmute::<*const c_void, Square4>(f)(&n, xp, yp)
+                }
+                (Convention::FortranSquare, IntKind::I8) => {
+                    let n = self.n as i64;
+                    std::mem::transmute::<*const c_void, Square8>(f)(&n, xp, yp)
                 }
                 (Convention::MinpackHybrd, IntKind::I4) => {
                     let (n, mut iflag) = (self.n as i32, 1i32);

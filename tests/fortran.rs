@@ -231,3 +231,43 @@ fn a_routine_that_crashes_on_all_nan_input_is_traced_exactly_under_isolation() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_residual_routine_without_m_is_traced_from_rust_and_the_command_line() {
+    if !gfortran_available() {
+        return;
+    }
+    let dir = scratch("resid");
+    let lib = dir.join("libresid.so");
+    run(Command::new("gfortran")
+        .args(["-shared", "-fPIC", "-O2"])
+        .arg(root().join("fortran_examples/resid.f"))
+        .arg("-o")
+        .arg(&lib));
+    let mut f =
+        LoadedBlackBox::open(&lib, "resid", Convention::FortranSquare, 8, 8, IntKind::I4).unwrap();
+    let p = trace(&mut f, 8, &[-1.0; 8], &TraceOptions::default()).unwrap();
+    assert_eq!(p.nnz(), 3 * 8 - 2, "tridiagonal");
+    assert!(
+        LoadedBlackBox::open(&lib, "resid", Convention::FortranSquare, 8, 9, IntKind::I4).is_err(),
+        "square only"
+    );
+    let out = run(Command::new(env!("CARGO_BIN_EXE_nanprop")).args([
+        "trace",
+        "--lib",
+        lib.to_str().unwrap(),
+        "--symbol",
+        "RESID",
+        "--convention",
+        "fortran-square",
+        "-n",
+        "8",
+        "-m",
+        "8",
+        "--x0",
+        "-1",
+        "--quiet",
+    ]));
+    assert!(out.contains("nnz = 22,"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

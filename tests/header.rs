@@ -1,4 +1,4 @@
-//! The committed C header must be exactly what build.rs generates from src/ffi.rs.
+//! The committed C header must be exactly what build.rs generates from src/ffi/.
 
 #[test]
 fn committed_header_matches_generated() {
@@ -9,7 +9,7 @@ fn committed_header_matches_generated() {
         std::fs::read_to_string(committed_path).expect("include/nanprop.h is committed");
     assert!(
         committed == generated,
-        "include/nanprop.h differs from the header build.rs generates from src/ffi.rs; \
+        "include/nanprop.h differs from the header build.rs generates from src/ffi/; \
          run `cargo build` outside CI and commit include/nanprop.h"
     );
     for name in [

@@ -29,6 +29,9 @@ pub const NANPROP_CONVENTION_FORTRAN: u32 = 2;
 pub const NANPROP_CONVENTION_MINPACK_HYBRD: u32 = 3;
 /// Loaded function convention: MINPACK lmdif `subroutine fcn(m, n, x, fvec, iflag)`.
 pub const NANPROP_CONVENTION_MINPACK_LMDIF: u32 = 4;
+/// Loaded function convention: Fortran `subroutine f(n, x, y)` with m = n, the common residual
+/// form `resid(n, x, f)`.
+pub const NANPROP_CONVENTION_FORTRAN_SQUARE: u32 = 5;
 
 /// A black box loaded from a shared library (loader mode). Opaque; close it with
 /// `nanprop_loaded_close`. The library stays loaded while the handle lives. A handle may be
@@ -98,6 +101,7 @@ pub unsafe extern "C" fn nanprop_loaded_open(
             NANPROP_CONVENTION_FORTRAN => Convention::Fortran,
             NANPROP_CONVENTION_MINPACK_HYBRD => Convention::MinpackHybrd,
             NANPROP_CONVENTION_MINPACK_LMDIF => Convention::MinpackLmdif,
+            NANPROP_CONVENTION_FORTRAN_SQUARE => Convention::FortranSquare,
             c => {
                 return Err(Error::invalid(format!(
                     "convention = {c} is not a NANPROP_CONVENTION_* value"

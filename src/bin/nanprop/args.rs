@@ -13,6 +13,8 @@ pub(crate) enum ConventionArg {
     Blackbox,
     /// subroutine f(n, x, m, y)
     Fortran,
+    /// subroutine f(n, x, y), m = n (a residual resid(n, x, f))
+    FortranSquare,
     /// subroutine fcn(n, x, fvec, iflag)
     MinpackHybrd,
     /// subroutine fcn(m, n, x, fvec, iflag)
@@ -129,6 +131,7 @@ pub(crate) fn open(load: &Load) -> Result<(LoadedBlackBox, Vec<f64>), String> {
         ConventionArg::C => Convention::C,
         ConventionArg::Blackbox => Convention::Blackbox,
         ConventionArg::Fortran => Convention::Fortran,
+        ConventionArg::FortranSquare => Convention::FortranSquare,
         ConventionArg::MinpackHybrd => Convention::MinpackHybrd,
         ConventionArg::MinpackLmdif => Convention::MinpackLmdif,
     };
