@@ -869,7 +869,8 @@ nanprop_status nanprop_loaded_open(const char *path,
                                    nanprop_loaded **out);
 
 /**
- * The symbol name that resolved (e.g. "beam_"), valid while the handle lives; "" for NULL.
+ * The symbol name that resolved (e.g. "beam_"), valid while the handle lives; "" for NULL (with
+ * a message for `nanprop_last_error`).
  */
 const char *nanprop_loaded_symbol(const nanprop_loaded *b);
 

@@ -83,7 +83,7 @@ fn a_banded_code_refusing_nan_in_three_inputs_is_traced_exactly() {
 }
 
 #[test]
-fn a_code_refusing_nan_everywhere_costs_at_most_a_few_evaluations_per_input() {
+fn a_code_refusing_nan_everywhere_is_traced_by_perturbation() {
     // Every input NaN-intolerant: every dependency is found by perturbation.
     let truth = synthetic::banded(20, 1);
     let all: Vec<usize> = (0..20).collect();

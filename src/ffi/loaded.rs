@@ -125,14 +125,17 @@ pub unsafe extern "C" fn nanprop_loaded_open(
     })
 }
 
-/// The symbol name that resolved (e.g. "beam_"), valid while the handle lives; "" for NULL.
+/// The symbol name that resolved (e.g. "beam_"), valid while the handle lives; "" for NULL (with
+/// a message for `nanprop_last_error`).
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_loaded_symbol(b: *const nanprop_loaded) -> *const c_char {
-    // SAFETY: NULL or a live handle, by contract.
-    match unsafe { loaded_ref(b) } {
-        Ok(b) => b.symbol.as_ptr(),
-        Err(_) => c"".as_ptr(),
-    }
+    let mut name: *const c_char = c"".as_ptr();
+    guarded("nanprop_loaded_symbol", || {
+        // SAFETY: NULL or a live handle, by contract.
+        name = unsafe { loaded_ref(b)? }.symbol.as_ptr();
+        Ok(())
+    });
+    name
 }
 
 /// Calls a loaded black box; `user_data` is its nanprop_loaded handle. Returns -3 for sizes

@@ -252,7 +252,6 @@ impl Pattern {
         other: &Pattern,
         rows: &bitvec::slice::BitSlice,
     ) -> Result<Pattern> {
-        let mut mixed = other.clone();
         // Rows not marked take this pattern's entries: build `other` restricted to the marked
         // rows, then unite.
         let (mut row_ptr, mut col_idx, mut kinds) = (vec![0usize], Vec::new(), Vec::new());
@@ -265,10 +264,15 @@ impl Pattern {
             }
             row_ptr.push(col_idx.len());
         }
-        mixed.row_ptr = row_ptr;
-        mixed.col_idx = col_idx;
-        mixed.kinds = kinds;
-        mixed.nonfinite_rows = self.nonfinite_rows.clone();
+        let mixed = Pattern {
+            m: self.m,
+            n: self.n,
+            row_ptr,
+            col_idx,
+            kinds,
+            nonfinite_rows: self.nonfinite_rows.clone(),
+            report: TraceReport::default(),
+        };
         let mut united = self.union(&mixed)?;
         united.report = self.report.clone();
         Ok(united)

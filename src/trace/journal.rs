@@ -420,11 +420,6 @@ impl Journal {
     pub fn replayed(&self) -> usize {
         self.replayed
     }
-
-    /// Records indexed and not replayed yet.
-    pub fn unreplayed(&self) -> usize {
-        self.index.len()
-    }
 }
 
 impl Drop for Journal {

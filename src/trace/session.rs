@@ -154,8 +154,6 @@ pub struct TraceSession {
     pub(super) pairing: bool,
     /// After a failed check: the checked pattern and the rows traced again.
     pub(super) checked: Option<(Pattern, BitVec)>,
-    /// Entries the NaN trace left unresolved (budget), counted at its end.
-    pub(super) first_unresolved: usize,
 }
 
 impl TraceSession {
@@ -209,7 +207,6 @@ impl TraceSession {
             replayed: 0,
             pairing: false,
             checked: None,
-            first_unresolved: 0,
             n,
             m,
             x0: x0.to_vec(),
@@ -414,8 +411,7 @@ impl TraceSession {
                     self.n,
                     self.baseline_rows.clone().expect("baseline told"),
                 )?;
-                let (pattern, unresolved) = planner.finish(builder)?;
-                self.first_unresolved = unresolved;
+                let (pattern, _) = planner.finish(builder)?;
                 let check = Check::new(pattern)?;
                 self.probes = match check.claims_any(&self.baseline) {
                     true => check.probes(self.n),

@@ -199,9 +199,18 @@ impl TraceSession {
     /// The evaluation of request `id` failed. A NaN request failing in a way its inputs may
     /// cause is split into parts (halves of its inputs, or perturbations of a single input),
     /// which the next [`TraceSession::ask`] hands out; any other failure is an error naming the
-    /// request ([`ErrorKind::BlackBox`]). Call in increasing `id` order for reproducible
+    /// request ([`ErrorKind::BlackBox`]). An id that is not outstanding, or a return code of 0,
+    /// is an [`ErrorKind::InvalidArgument`]. Call in increasing `id` order for reproducible
     /// request ids (journals).
     pub fn fail(&mut self, id: usize, failure: &Failure) -> Result<()> {
+        if !self.outstanding(id) {
+            return Err(Error::invalid(format!(
+                "request {id} is not outstanding in this step"
+            )));
+        }
+        if *failure == Failure::Returned(0) {
+            return Err(Error::invalid("code is 0: a failure has a nonzero code"));
+        }
         if !self.recoverable(id, failure) {
             return Err(Error::new(
                 ErrorKind::BlackBox,
