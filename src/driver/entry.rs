@@ -123,7 +123,6 @@ pub fn trace_files(
     options: &TraceOptions,
     wait: Duration,
 ) -> Result<Pattern> {
-    options.validate()?;
     let trace = crate::trace::journal::Fnv::new()
         .u64(x0.len() as u64)
         .u64(m as u64)
