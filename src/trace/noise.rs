@@ -19,9 +19,6 @@
 //! What it cannot see: noise larger than [`NOISE_CEILING`] (it then looks like a dependency;
 //! set a tolerance), or noise that only one output shows.
 
-use crate::error::{Error, ErrorKind, Result};
-use crate::trace::session::TraceSession;
-
 /// Relative changes at or below this (and above 0) are noise-like.
 pub const NOISE_CEILING: f64 = 1e-9;
 /// Noise-like changes in at least this many outputs of one evaluation (or 1% of the traced
@@ -51,36 +48,29 @@ pub fn noise_like(y: &[f64], baseline: &[f64]) -> (Vec<u32>, f64) {
     (rows, largest)
 }
 
-/// The session's side: the check of a NaN request's outputs.
-impl TraceSession {
-    /// Without a tolerance, stops a trace whose NaN request `id` shows noise-like changes in
-    /// several outputs at once ([`crate::trace::noise`]).
-    pub(super) fn check_noise(&self, id: usize, y: &[f64]) -> Result<()> {
-        if self.options.verify_tolerance != 0.0 {
-            return Ok(());
-        }
-        let (rows, largest) = noise_like(y, &self.baseline);
-        let traced = self.baseline.iter().filter(|v| v.is_finite()).count();
-        if rows.len() < NOISY_ROWS.max(traced / 100) {
-            return Ok(());
-        }
-        let named: Vec<String> = rows.iter().take(5).map(|i| format!("y[{i}]")).collect();
-        let more = match rows.len() {
-            k if k > 5 => format!(" and {} more", k - 5),
-            _ => String::new(),
-        };
-        let suggested = (largest * 1000.0).max(1e-14);
-        Err(Error::new(
-            ErrorKind::BlackBox,
-            format!(
-                "the black box is noisy: {}{more} moved by up to {largest:.1e} (relative) on {} \
-                 although no NaN reached them; NaN tracing needs outputs that repeat bit for \
-                 bit. Set verify_tolerance above the noise (e.g. {suggested:.0e}) to trace it",
-                named.join(", "),
-                self.describe(id)
-            ),
-        ))
+/// Whether the outputs `y` of one NaN request show noise: noise-like changes from `baseline`
+/// in at least [`NOISY_ROWS`] outputs (or 1% of the traced ones). Then the words of the error:
+/// the first outputs named, the size of their jitter, the request (`what` describes it) and a
+/// tolerance that would trace the black box.
+pub fn noisy(y: &[f64], baseline: &[f64], what: impl FnOnce() -> String) -> Option<String> {
+    let (rows, largest) = noise_like(y, baseline);
+    let traced = baseline.iter().filter(|v| v.is_finite()).count();
+    if rows.len() < NOISY_ROWS.max(traced / 100) {
+        return None;
     }
+    let named: Vec<String> = rows.iter().take(5).map(|i| format!("y[{i}]")).collect();
+    let more = match rows.len() {
+        k if k > 5 => format!(" and {} more", k - 5),
+        _ => String::new(),
+    };
+    let suggested = (largest * 1000.0).max(1e-14);
+    Some(format!(
+        "the black box is noisy: {}{more} moved by up to {largest:.1e} (relative) on {} \
+         although no NaN reached them; NaN tracing needs outputs that repeat bit for bit. Set \
+         verify_tolerance above the noise (e.g. {suggested:.0e}) to trace it",
+        named.join(", "),
+        what()
+    ))
 }
 
 #[cfg(test)]

@@ -66,6 +66,7 @@ use crate::pattern::{check_dims, EntryKind, Pattern, PatternBuilder, TraceReport
 use crate::planner::{chunked::Chunked, refine::Refine, Planner};
 use crate::probe::Probe;
 use crate::trace::check::Check;
+use crate::trace::failure::Failure;
 use crate::trace::journal::{self, Fnv, Journal, RequestKey};
 use crate::trace::options::{NonFiniteBaseline, Strategy, TraceOptions};
 use crate::trace::split::{Merge, Part, PERTURBATION_POINTS};
@@ -118,42 +119,42 @@ enum Stage {
 
 /// The ask/tell state of one trace (see the module docs).
 pub struct TraceSession {
-    pub(super) n: usize,
-    pub(super) m: usize,
-    pub(super) x0: Vec<f64>,
-    pub(super) options: TraceOptions,
+    n: usize,
+    m: usize,
+    x0: Vec<f64>,
+    options: TraceOptions,
     stage: Stage,
-    pub(super) probes: Vec<Probe>,
+    probes: Vec<Probe>,
     /// Requests of the current step told (or failed) so far: one per probe, two with
     /// verification, then the parts of failed requests.
-    pub(super) told: BitVec,
+    told: BitVec,
     /// Requests below this id are the planner's probes'; from it on, `parts`.
-    pub(super) static_requests: usize,
+    static_requests: usize,
     /// Requests made because others failed, in this step ([`crate::trace::split`]).
-    pub(super) parts: Vec<Part>,
+    parts: Vec<Part>,
     /// Failed requests whose parts are outstanding, by id.
-    pub(super) merges: HashMap<usize, Merge>,
+    merges: HashMap<usize, Merge>,
     /// Inputs whose NaN alone made f fail.
-    pub(super) failed_columns: Vec<u32>,
+    failed_columns: Vec<u32>,
     /// For each NaN-intolerant input whose perturbations are done: the rows they changed.
-    pub(super) intolerant: HashMap<u32, Vec<u32>>,
+    intolerant: HashMap<u32, Vec<u32>>,
     /// Probes whose verifications are outstanding, by probe.
     pending: HashMap<usize, Pending>,
-    pub(super) baseline: Vec<f64>,
-    pub(super) baseline_rows: Option<BitVec>,
-    pub(super) report: TraceReport,
+    baseline: Vec<f64>,
+    baseline_rows: Option<BitVec>,
+    report: TraceReport,
     /// Steps started (0: the baseline), the key of journal records.
-    pub(super) step: u64,
+    step: u64,
     /// Which point of a multi-point trace this session traces (journal keys).
-    pub(super) point: u64,
+    point: u64,
     /// With a journal: the fingerprint of x0, recorded with every request.
-    pub(super) point_fp: u64,
-    pub(super) journal: Option<Journal>,
-    pub(super) replayed: usize,
+    point_fp: u64,
+    journal: Option<Journal>,
+    replayed: usize,
     /// Whether each probe is paired with its verification (the re-trace after a check).
-    pub(super) pairing: bool,
+    pairing: bool,
     /// After a failed check: the checked pattern and the rows traced again.
-    pub(super) checked: Option<(Pattern, BitVec)>,
+    checked: Option<(Pattern, BitVec)>,
 }
 
 impl TraceSession {
@@ -260,7 +261,7 @@ impl TraceSession {
     }
 
     /// For a perturbation of a NaN-intolerant input, its number.
-    pub(super) fn perturbation_of(&self, id: usize) -> Option<usize> {
+    fn perturbation_of(&self, id: usize) -> Option<usize> {
         id.checked_sub(self.static_requests)
             .and_then(|k| self.parts.get(k))
             .and_then(|p| p.perturbation)
@@ -282,7 +283,7 @@ impl TraceSession {
     }
 
     /// Requests per probe in the current step.
-    pub(super) fn per_probe(&self) -> usize {
+    fn per_probe(&self) -> usize {
         match self.stage {
             Stage::Checking(_) => 2,
             Stage::Planning(_) | Stage::Done(_) if self.pairing => 3,
@@ -575,7 +576,7 @@ impl TraceSession {
     }
 
     /// Whether the verification step changed output `i`: `fin` against the baseline `base`.
-    pub(super) fn changed(&self, base: f64, fin: f64) -> bool {
+    fn changed(&self, base: f64, fin: f64) -> bool {
         match self.options.verify_tolerance {
             0.0 => base.to_bits() != fin.to_bits(),
             t => !fin.is_finite() || (fin - base).abs() > t * base.abs().max(1.0),
@@ -642,7 +643,7 @@ impl TraceSession {
     /// The NaN outputs of probe `k` are known, and the rows found by perturbing its
     /// NaN-intolerant inputs. With verification, its steps up and down are asked now, if the
     /// outputs prove a zero.
-    pub(super) fn nan_told(&mut self, k: usize, y_nan: Cow<[f64]>, extra: Vec<u32>) -> Result<()> {
+    fn nan_told(&mut self, k: usize, y_nan: Cow<[f64]>, extra: Vec<u32>) -> Result<()> {
         let per = self.per_probe();
         if per == 1 || !self.claims(k, &y_nan) {
             // Nothing to verify: every row the probe tests changed.
@@ -719,6 +720,164 @@ impl TraceSession {
             unreachable!("probes are told only while planning")
         };
         self.report.via_float += planner.tell(k, &self.probes[k], y_nan, perturbed);
+        Ok(())
+    }
+
+    /// Without a tolerance, stops a trace whose NaN request `id` shows noise
+    /// ([`crate::trace::noise`]).
+    fn check_noise(&self, id: usize, y: &[f64]) -> Result<()> {
+        if self.options.verify_tolerance != 0.0 {
+            return Ok(());
+        }
+        match crate::trace::noise::noisy(y, &self.baseline, || self.describe(id)) {
+            None => Ok(()),
+            Some(words) => Err(Error::new(ErrorKind::BlackBox, words)),
+        }
+    }
+
+    // --- failure-tolerant probing (crate::trace::split)
+
+    /// A part of a failed request told its outputs.
+    fn tell_part(&mut self, id: usize, y: &[f64]) -> Result<()> {
+        let part = &self.parts[id - self.static_requests];
+        let parent = part.parent;
+        if part.perturbation.is_some() {
+            let rows: Vec<u32> = (0..self.m)
+                .filter(|&i| self.baseline[i].is_finite() && self.changed(self.baseline[i], y[i]))
+                .map(|i| i as u32)
+                .collect();
+            let baseline = self.baseline.clone();
+            return self.merge_into(parent, &baseline, &rows);
+        }
+        self.merge_into(parent, y, &[])
+    }
+
+    /// Merges a part's outputs into the failed request `parent` it stands in for; when all its
+    /// parts are in, the failed request is answered (and so on up).
+    fn merge_into(&mut self, parent: usize, y: &[f64], perturbed: &[u32]) -> Result<()> {
+        let anonymous = self.n > crate::codec::MAX_ID as usize;
+        let merge = self
+            .merges
+            .get_mut(&parent)
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "a part without its failed request"))?;
+        merge.take_tagged(y, &self.baseline, perturbed, anonymous);
+        merge.waiting -= 1;
+        if merge.waiting > 0 {
+            return Ok(());
+        }
+        let merge = self.merges.remove(&parent).expect("present");
+        let column = merge.column;
+        let (y, perturbed) = merge.outputs(&self.baseline);
+        if let Some(c) = column {
+            self.intolerant.insert(c, perturbed.clone());
+        }
+        if parent < self.static_requests {
+            let k = parent / self.per_probe();
+            return self.nan_told(k, Cow::Owned(y), perturbed);
+        }
+        let grandparent = self.parts[parent - self.static_requests].parent;
+        self.merge_into(grandparent, &y, &perturbed)
+    }
+
+    /// The NaN requests of a new step that hold known NaN-intolerant inputs are not evaluated
+    /// as they are: each becomes a part without those inputs, merged with the rows their
+    /// perturbations changed ([`crate::trace::split`]).
+    fn set_aside_intolerant(&mut self) -> Result<()> {
+        if self.intolerant.is_empty() {
+            return Ok(());
+        }
+        let per = self.per_probe();
+        for k in 0..self.probes.len() {
+            let cols = self.probes[k].cols();
+            if !cols.iter().any(|c| self.intolerant.contains_key(c)) {
+                continue;
+            }
+            let (bad, rest): (Vec<u32>, Vec<u32>) =
+                cols.iter().partition(|c| self.intolerant.contains_key(c));
+            let id = k * per;
+            self.told.set(id, true);
+            let mut merge = Merge::new(usize::from(!rest.is_empty()));
+            for c in &bad {
+                merge.perturbed.extend_from_slice(&self.intolerant[c]);
+            }
+            if rest.is_empty() {
+                let (y, perturbed) = merge.outputs(&self.baseline);
+                self.nan_told(k, Cow::Owned(y), perturbed)?;
+                continue;
+            }
+            self.parts.push(Part {
+                probe: Probe::new(rest, self.n),
+                perturbation: None,
+                parent: id,
+            });
+            self.merges.insert(id, merge);
+        }
+        self.told
+            .resize(self.static_requests + self.parts.len(), false);
+        Ok(())
+    }
+
+    /// Whether a failed evaluation of request `id` is one the session works around: a NaN
+    /// request failing in a way its inputs may cause ([`crate::trace::split`]).
+    pub fn recoverable(&self, id: usize, failure: &Failure) -> bool {
+        self.outstanding(id)
+            && self.request(id).kind == RequestKind::Nan
+            && failure.input_dependent()
+    }
+
+    /// The evaluation of request `id` failed. A NaN request failing in a way its inputs may
+    /// cause is split into parts (halves of its inputs, or perturbations of a single input),
+    /// which the next [`TraceSession::ask`] hands out; any other failure is an error naming the
+    /// request ([`ErrorKind::BlackBox`]). An id that is not outstanding, or a return code of 0,
+    /// is an [`ErrorKind::InvalidArgument`]. Call in increasing `id` order for reproducible
+    /// request ids (journals).
+    pub fn fail(&mut self, id: usize, failure: &Failure) -> Result<()> {
+        if !self.outstanding(id) {
+            return Err(Error::invalid(format!(
+                "request {id} is not outstanding in this step"
+            )));
+        }
+        if *failure == Failure::Returned(0) {
+            return Err(Error::invalid("code is 0: a failure has a nonzero code"));
+        }
+        if !self.recoverable(id, failure) {
+            return Err(Error::new(
+                ErrorKind::BlackBox,
+                format!("the black box {failure} on {}", self.describe(id)),
+            ));
+        }
+        self.told.set(id, true);
+        self.report.evaluations += 1;
+        self.report.failed_evaluations += 1;
+        let cols = self.request(id).probe.cols().to_vec();
+        let n = self.n;
+        let before = self.parts.len();
+        if cols.len() > 1 {
+            let (a, b) = cols.split_at(cols.len() / 2);
+            for half in [a, b] {
+                self.parts.push(Part {
+                    probe: Probe::new(half.to_vec(), n),
+                    perturbation: None,
+                    parent: id,
+                });
+            }
+        } else {
+            self.failed_columns.push(cols[0]);
+            for p in 0..PERTURBATION_POINTS {
+                self.parts.push(Part {
+                    probe: Probe::new(cols.clone(), n),
+                    perturbation: Some(p),
+                    parent: id,
+                });
+            }
+        }
+        let mut merge = Merge::new(self.parts.len() - before);
+        if cols.len() == 1 {
+            merge.column = Some(cols[0]);
+        }
+        self.merges.insert(id, merge);
+        self.told
+            .resize(self.static_requests + self.parts.len(), false);
         Ok(())
     }
 
