@@ -140,6 +140,13 @@ const char *nanprop_last_error(void);
 #define NANPROP_ENTRY_NONFINITE_ROW 4
 
 /**
+ * Entry kind: kept without a proof because resolving or checking it would have cost more
+ * evaluations than one-hot tracing (n + 1): a row recognised dense, or a zero the n + 1 cap
+ * left no evaluation to check (`nanprop_pattern_assumed` counts them).
+ */
+#define NANPROP_ENTRY_ASSUMED 5
+
+/**
  * A traced (or given) sparsity pattern. Opaque; free with `nanprop_pattern_free`.
  */
 typedef struct nanprop_pattern nanprop_pattern;
@@ -169,9 +176,11 @@ typedef struct {
    */
   size_t chunk_size;
   /**
-   * Most evaluations of f at each point, the baseline included; 0 (default) means no limit.
-   * When it runs out, unresolved entries are kept as possible dependencies
-   * (`nanprop_pattern_unresolved`).
+   * Most evaluations of f at each point, the baseline included. 0 (default): no budget; the
+   * payload strategy asks at most n NaN probes (rows recognised dense are kept as
+   * NANPROP_ENTRY_ASSUMED) and the guard adds its check. SIZE_MAX: no limit at all. Another
+   * value: a budget on everything, guard included (n + 1: the strict one-hot bound); what
+   * it leaves unresolved or unchecked is kept (`nanprop_pattern_unresolved`).
    */
   size_t max_evaluations;
   /**
@@ -332,6 +341,13 @@ size_t nanprop_pattern_found_by_perturbation(const nanprop_pattern *p);
  * resolved (kind NANPROP_ENTRY_UNRESOLVED); 0 when the trace completed, or for NULL.
  */
 size_t nanprop_pattern_unresolved(const nanprop_pattern *p);
+
+/**
+ * Entries kept as possible dependencies without a proof because resolving or checking them
+ * would have cost more evaluations than one-hot tracing (kind NANPROP_ENTRY_ASSUMED: a row
+ * recognised dense, or zeros the n + 1 cap left unchecked); 0 for NULL.
+ */
+size_t nanprop_pattern_assumed(const nanprop_pattern *p);
 
 /**
  * Copies the pattern in CSR form, 0-based: `row_ptr` receives m + 1 offsets, `col_idx` nnz

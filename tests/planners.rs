@@ -14,13 +14,15 @@ const WINNERS: [Winner; 4] = [
 ];
 
 /// Traces with NaN tracing alone (these tests are about the planners; verification by
-/// perturbation, which doubles every probe, is tested in tests/verification.rs).
-fn run(truth: &Pattern, strategy: Strategy, winner: Winner, seed: u64) -> Pattern {
+/// perturbation is tested in tests/verification.rs), under the default cap of n + 1
+/// evaluations, or with none (`max_evaluations = usize::MAX`).
+fn run_with(truth: &Pattern, strategy: Strategy, winner: Winner, seed: u64, max: usize) -> Pattern {
     let mut f = Synthetic::new(truth, winner, seed);
     let x0: Vec<f64> = (0..truth.cols()).map(|j| 0.5 + j as f64 * 0.01).collect();
     let options = TraceOptions {
         strategy,
         verify: false,
+        max_evaluations: max,
         ..TraceOptions::default()
     };
     let p = trace(&mut f, truth.rows(), &x0, &options).expect("trace succeeds");
@@ -28,6 +30,15 @@ fn run(truth: &Pattern, strategy: Strategy, winner: Winner, seed: u64) -> Patter
     p
 }
 
+fn run(truth: &Pattern, strategy: Strategy, winner: Winner, seed: u64) -> Pattern {
+    run_with(truth, strategy, winner, seed, 0)
+}
+
+fn run_uncapped(truth: &Pattern, strategy: Strategy, winner: Winner, seed: u64) -> Pattern {
+    run_with(truth, strategy, winner, seed, usize::MAX)
+}
+
+/// Every entry traced, none missing, none more.
 fn assert_exact(truth: &Pattern, got: &Pattern, what: &str) {
     assert_eq!(got.rows(), truth.rows());
     assert_eq!(got.cols(), truth.cols());
@@ -39,6 +50,41 @@ fn assert_exact(truth: &Pattern, got: &Pattern, what: &str) {
         got.kinds().iter().all(|&k| k == EntryKind::Traced),
         "{what}"
     );
+}
+
+/// Under the default cap: at most the baseline plus `n + n / 8 + min(16, n / 4)` probes, no
+/// dependency missing, and every entry that is not a dependency of kind Assumed (kept because
+/// resolving it did not fit, or its row was recognised dense).
+fn assert_within_cap(truth: &Pattern, got: &Pattern, what: &str) {
+    let n = truth.cols();
+    let cap = n + 1 + n / 8 + 16.min(n / 4);
+    assert!(
+        got.report.evaluations <= cap,
+        "{what}: {} evaluations, cap {cap}",
+        got.report.evaluations,
+    );
+    assert_eq!(got.report.unresolved, 0, "{what}");
+    assert!(
+        !got.report.budget_exhausted,
+        "{what}: the implicit cap is not a budget"
+    );
+    for i in 0..truth.rows() {
+        for &j in truth.row(i) {
+            assert!(got.contains(i, j as usize), "{what}: lost ({i}, {j})");
+        }
+        let span = got.row_ptr()[i]..got.row_ptr()[i + 1];
+        for (&j, &k) in got.row(i).iter().zip(&got.kinds()[span]) {
+            if !truth.contains(i, j as usize) {
+                assert_eq!(k, EntryKind::Assumed, "{what}: ({i}, {j}) is no dependency");
+            }
+        }
+    }
+    let assumed = got
+        .kinds()
+        .iter()
+        .filter(|&&k| k == EntryKind::Assumed)
+        .count();
+    assert_eq!(assumed, got.report.assumed, "{what}");
 }
 
 fn families(seed: u64) -> Vec<(String, Pattern)> {
@@ -76,12 +122,11 @@ fn one_hot_and_payload_are_exact_for_every_winner() {
         for (name, truth) in families(seed) {
             for winner in WINNERS {
                 for strategy in [Strategy::OneHot, Strategy::Payload] {
-                    let got = run(&truth, strategy, winner, seed);
-                    assert_exact(
-                        &truth,
-                        &got,
-                        &format!("{name} {strategy:?} {winner:?} seed {seed}"),
-                    );
+                    let what = format!("{name} {strategy:?} {winner:?} seed {seed}");
+                    let got = run_uncapped(&truth, strategy, winner, seed);
+                    assert_exact(&truth, &got, &what);
+                    let capped = run(&truth, strategy, winner, seed);
+                    assert_within_cap(&truth, &capped, &format!("{what}, capped"));
                 }
             }
         }
@@ -98,22 +143,57 @@ fn payload_is_exact_on_random_patterns() {
             r.extend((0..n).filter(|_| rng.below(100) < density / 4))
         });
         for winner in WINNERS {
-            let got = run(&truth, Strategy::Payload, winner, seed);
-            assert_exact(
-                &truth,
-                &got,
-                &format!("random {m}x{n} density {density}% {winner:?} seed {seed}"),
-            );
-            // The planner's documented worst case: one-hot (n + 1) plus its allowance for
-            // coarse steps (n / 8 + min(16, n / 4)).
+            let what = format!("random {m}x{n} density {density}% {winner:?} seed {seed}");
+            let got = run_uncapped(&truth, Strategy::Payload, winner, seed);
+            assert_exact(&truth, &got, &what);
+            // Without the cap, the planner's documented worst case: one-hot (n + 1) plus its
+            // allowance for coarse steps (n / 8 + min(16, n / 4)).
             let bound = n + 1 + n / 8 + 16.min(n / 4);
             assert!(
                 got.report.evaluations <= bound,
-                "random {m}x{n} density {density}%: {} evaluations, bound {bound}",
+                "{what}: {} evaluations, bound {bound}",
                 got.report.evaluations
             );
+            let capped = run(&truth, Strategy::Payload, winner, seed);
+            assert_within_cap(&truth, &capped, &format!("{what}, capped"));
         }
     }
+}
+
+#[test]
+fn dense_rows_are_recognised_and_cost_far_less_than_one_hot() {
+    // An arrowhead's dense row would cost n probes entry by entry; recognised dense, its
+    // entries are assumed and the other rows are traced exactly.
+    for n in [2000, 10_000] {
+        let truth = synthetic::arrowhead(n);
+        let got = run(&truth, Strategy::Payload, Winner::Random, 1);
+        assert_within_cap(&truth, &got, &format!("arrowhead {n}"));
+        assert_eq!(got.col_idx(), truth.col_idx(), "arrowhead {n}: exact");
+        assert!(
+            got.report.evaluations < 80,
+            "arrowhead {n}: {}",
+            got.report.evaluations
+        );
+        assert!(
+            got.report.assumed > n / 2,
+            "arrowhead {n}: the dense row is assumed"
+        );
+        let span = got.row_ptr()[0]..got.row_ptr()[1];
+        assert!(
+            got.kinds()[span].iter().all(|&k| k == EntryKind::Traced),
+            "arrowhead {n}: a sparse row is traced"
+        );
+    }
+    // Dense: at most one-hot, and exact.
+    let truth = synthetic::dense(10, 10);
+    let got = run(&truth, Strategy::Payload, Winner::Random, 1);
+    assert_within_cap(&truth, &got, "dense 10 x 10");
+    assert!(
+        got.report.evaluations <= 11,
+        "dense 10 x 10: {}",
+        got.report.evaluations
+    );
+    assert_eq!(got.nnz(), 100);
 }
 
 #[test]
@@ -213,8 +293,10 @@ fn rows_not_finite_at_the_baseline_are_reported_and_dense() {
         Ok(())
     };
     for strategy in [Strategy::OneHot, Strategy::Chunked, Strategy::Payload] {
+        // No cap: at n = 40 the guard does not fit in n + 1 evaluations (rows would be assumed).
         let options = TraceOptions {
             strategy,
+            max_evaluations: usize::MAX,
             ..TraceOptions::default()
         };
         let p = trace(&mut f, 40, &[1.0; 40], &options).unwrap();
@@ -254,6 +336,7 @@ fn a_changed_finite_output_counts_as_a_dependency() {
             &[1.0, 1.0],
             &TraceOptions {
                 strategy,
+                max_evaluations: usize::MAX, // exact at n = 2 needs the guard's evaluations
                 ..Default::default()
             },
         )

@@ -41,9 +41,11 @@ pub struct nanprop_options {
     pub strategy: u32,
     /// Inputs per probe for NANPROP_STRATEGY_CHUNKED (default 8, at least 1).
     pub chunk_size: usize,
-    /// Most evaluations of f at each point, the baseline included; 0 (default) means no limit.
-    /// When it runs out, unresolved entries are kept as possible dependencies
-    /// (`nanprop_pattern_unresolved`).
+    /// Most evaluations of f at each point, the baseline included. 0 (default): no budget; the
+    /// payload strategy asks at most n NaN probes (rows recognised dense are kept as
+    /// NANPROP_ENTRY_ASSUMED) and the guard adds its check. SIZE_MAX: no limit at all. Another
+    /// value: a budget on everything, guard included (n + 1: the strict one-hot bound); what
+    /// it leaves unresolved or unchecked is kept (`nanprop_pattern_unresolved`).
     pub max_evaluations: usize,
     /// One of the NANPROP_NONFINITE_* values.
     pub nonfinite_baseline: u32,

@@ -19,6 +19,10 @@ pub const NANPROP_ENTRY_CHUNK: u8 = 2;
 pub const NANPROP_ENTRY_UNRESOLVED: u8 = 3;
 /// Entry kind: the output was NaN/Inf at x0, so its row is stored dense.
 pub const NANPROP_ENTRY_NONFINITE_ROW: u8 = 4;
+/// Entry kind: kept without a proof because resolving or checking it would have cost more
+/// evaluations than one-hot tracing (n + 1): a row recognised dense, or a zero the n + 1 cap
+/// left no evaluation to check (`nanprop_pattern_assumed` counts them).
+pub const NANPROP_ENTRY_ASSUMED: u8 = 5;
 
 /// A traced (or given) sparsity pattern. Opaque; free with `nanprop_pattern_free`.
 pub struct nanprop_pattern {
@@ -106,6 +110,15 @@ pub unsafe extern "C" fn nanprop_pattern_unresolved(p: *const nanprop_pattern) -
     unsafe { pattern_count("nanprop_pattern_unresolved", p, |p| p.report.unresolved) }
 }
 
+/// Entries kept as possible dependencies without a proof because resolving or checking them
+/// would have cost more evaluations than one-hot tracing (kind NANPROP_ENTRY_ASSUMED: a row
+/// recognised dense, or zeros the n + 1 cap left unchecked); 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_pattern_assumed(p: *const nanprop_pattern) -> usize {
+    // SAFETY: as documented.
+    unsafe { pattern_count("nanprop_pattern_assumed", p, |p| p.report.assumed) }
+}
+
 /// Copies the pattern in CSR form, 0-based: `row_ptr` receives m + 1 offsets, `col_idx` nnz
 /// column indices, sorted within each row. `col_idx` may be NULL when nnz is 0.
 ///
@@ -146,6 +159,7 @@ pub unsafe extern "C" fn nanprop_pattern_entry_kinds(
                 EntryKind::Chunk => NANPROP_ENTRY_CHUNK,
                 EntryKind::Unresolved => NANPROP_ENTRY_UNRESOLVED,
                 EntryKind::NonFiniteRow => NANPROP_ENTRY_NONFINITE_ROW,
+                EntryKind::Assumed => NANPROP_ENTRY_ASSUMED,
             };
         }
         Ok(())

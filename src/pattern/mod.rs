@@ -34,6 +34,11 @@ pub enum EntryKind {
     Unresolved = 3,
     /// The output was NaN or Inf at `x0`, so it could not be traced: its row is dense.
     NonFiniteRow = 4,
+    /// Kept as a possible dependency without a proof, because proving or disproving it would
+    /// have cost more evaluations than one-hot tracing (n + 1): the row was recognised dense
+    /// (the payload planner's dense-row rule), or no evaluation was left under the n + 1 cap to
+    /// check or trace it ([`crate::TraceOptions::max_evaluations`]).
+    Assumed = 5,
 }
 
 impl EntryKind {
@@ -50,6 +55,9 @@ pub struct TraceReport {
     pub evaluations: usize,
     /// Entries kept because the budget ran out before they were resolved.
     pub unresolved: usize,
+    /// Entries kept because resolving them would have cost more than one-hot tracing
+    /// ([`EntryKind::Assumed`]).
+    pub assumed: usize,
     /// Tags decoded from outputs that went through single precision (ids read from bits 50..29
     /// with the check bits zero).
     pub via_float: usize,
@@ -214,6 +222,7 @@ impl Pattern {
                 .iter()
                 .filter(|&&k| k == EntryKind::Unresolved)
                 .count(),
+            assumed: kinds.iter().filter(|&&k| k == EntryKind::Assumed).count(),
             via_float: r.via_float + s.via_float,
             verification_evaluations: r.verification_evaluations + s.verification_evaluations,
             found_by_perturbation: kinds

@@ -52,17 +52,45 @@
 //! evaluations. Random sparse patterns with d entries per row cost about `2 d + 2` probes per
 //! level (n = 10^4, d = 5: 175).
 //!
-//! # Falling back to one probe per column
+//! # Dense rows
 //!
-//! Refining does not pay on dense rows (each probe proves at most one dependency per row). The
-//! planner finishes with one probe per still-unknown column when:
+//! Each probe proves at most one dependency of a row (its tag), so a row with d dependencies
+//! costs at least d probes to resolve entry by entry, and a dense row costs as much as one-hot
+//! tracing. Under a cap (below), a row is *recognised dense*, and resolving it stops, when it
+//! has at least 8 known dependencies and either
+//! * at a level of at least 16 blocks, 3/4 of its blocks hold a known dependency or changed,
+//!   and its dependency lower bound (known ones, plus the probes in which it changed with no
+//!   known one) reaches 1/64 of the probes the cap leaves; or
+//! * before one of the last two levels, its unknown columns (about one probe each there)
+//!   would take a quarter of what the cap leaves.
+//!
+//! Its unknown columns are then kept as possible dependencies of kind [`EntryKind::Assumed`],
+//! and it leaves the coloring. A row whose known dependencies sit in 3/4 of at least 8 of its
+//! blocks (dense at this scale) is left out of the coloring at coarse levels even before that:
+//! it would make every block conflict with every other; its blocks are tested only in probes
+//! holding none of its known dependencies. Without a cap (`usize::MAX`) no row is recognised
+//! dense.
+//!
+//! # The cap, and falling back to one probe per column
+//!
+//! The planner is given a cap on the probes it may ask in all: by default
+//! [`Refine::allowance`] (`n + n / 8 + min(16, n / 4)`), or what the caller's budget leaves.
+//! Refining does not pay on dense patterns (each probe proves at most one
+//! dependency per row). The planner finishes with one probe per still-unknown column when:
 //! * a row already has known dependencies in at least 3/4 of at least 8 probed blocks, or the
 //!   coloring compresses nothing while nearly all tested blocks changed (dense at this scale);
 //! * coarse steps would spend more than `U / 8 + min(16, n / 4)` probes in all, U being the
-//!   columns still unknown for some row. This bounds every trace by
-//!   `n + n / 8 + min(16, n / 4) + 1` evaluations, whatever the pattern;
-//! * the last level's coloring would need at least as many probes as there are unknown columns,
-//!   or the coloring work (the sum over rows of the square of their block count) is large.
+//!   columns still unknown for some row, or the step would not fit under the cap;
+//! * the last level's coloring would need at least as many probes as there are unknown columns
+//!   (or more than the cap leaves), or the coloring work (the sum over rows of the square of
+//!   their block count) is large.
+//!
+//! Under a cap, a trace of at most `2 ceil(log2 n) + 3` columns (n <= 11) starts with one probe
+//! per column: refining cannot do better there.
+//!
+//! When the unknown columns are more than the cap leaves, the columns unknown for the most rows
+//! get their probe and the others stay unresolved (as [`EntryKind::Assumed`] under the default
+//! cap, as [`EntryKind::Unresolved`] under a budget the caller set).
 //!
 //! # Memory and time
 //!
@@ -86,6 +114,10 @@ const P_FLAG: u32 = 1 << 31;
 
 /// The dense test looks at steps with at least this many blocks.
 const MIN_BLOCKS_FOR_DENSE_TEST: usize = 8;
+/// "Dense at this scale" (every block conflicts with every other and nearly all changed) is
+/// judged at levels with at least this many blocks: at coarser ones a sparse pattern with a few
+/// dozen entries per row looks dense too.
+const MIN_BLOCKS_FOR_SCALE_TEST: usize = 32;
 
 /// Coarse steps may spend at most `U / SPEND_DIVISOR + min(SPEND_SLACK, n / 4)` probes in all,
 /// U being the columns still unknown for some row; past that the planner finishes with one
@@ -93,6 +125,12 @@ const MIN_BLOCKS_FOR_DENSE_TEST: usize = 8;
 /// evaluations.
 const SPEND_DIVISOR: usize = 8;
 const SPEND_SLACK: usize = 16;
+
+/// A row is recognised dense when its dependency lower bound reaches
+/// `max(DENSE_MIN, probes left / DENSE_DIVISOR)` (see the module docs).
+const DENSE_MIN: usize = 8;
+const DENSE_DIVISOR: usize = 64;
+const DENSE_MIN_BLOCKS: usize = 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -132,6 +170,15 @@ pub struct Refine {
     pert_deps: Vec<(u32, u32)>,
     /// Probes told so far.
     spent: usize,
+    /// Most probes the planner may ask in all (`usize::MAX`: no cap).
+    cap: usize,
+    /// The kind of what the cap leaves unresolved.
+    capped: EntryKind,
+    /// Probes asked so far (told or not).
+    asked: usize,
+    /// Columns kept for rows recognised dense: `(row, start, end)` ranges of their unknown
+    /// columns when they were recognised (known dependencies inside included).
+    dense: Vec<(u32, u32, u32)>,
     /// Of the candidates tested in the last step, the fraction whose output changed (1.0 before
     /// any step): near 1 means the pattern is dense at that scale.
     last_hit_rate: f64,
@@ -140,12 +187,17 @@ pub struct Refine {
     /// In one-hot mode: the column of each probe, and which columns were told.
     onehot_cols: Vec<u32>,
     onehot_told: BitVec,
+    /// Whether the one-hot probes cover every unknown column (the cap allowed them all).
+    onehot_complete: bool,
 }
 
 impl Refine {
-    /// A planner for n inputs and the given baseline outputs (m = `baseline.len()`). Rows whose
-    /// baseline is not finite are not traced.
-    pub fn new(n: usize, baseline: Vec<f64>) -> Self {
+    /// A planner for n inputs and the given baseline outputs (m = `baseline.len()`), asking at
+    /// most `cap` probes in all (`usize::MAX`: no cap); what the cap leaves unresolved is
+    /// reported as `capped` ([`EntryKind::Assumed`] under the default cap,
+    /// [`EntryKind::Unresolved`] under a caller's budget). Rows whose baseline is not finite are
+    /// not traced.
+    pub fn new(n: usize, baseline: Vec<f64>, cap: usize, capped: EntryKind) -> Self {
         let m = baseline.len();
         // Level 0: one block of all n columns, a candidate of every traceable row.
         let shift = usize::BITS - (n.max(1) - 1).leading_zeros();
@@ -174,11 +226,22 @@ impl Refine {
             pert_deps: Vec::new(),
             last_hit_rate: 1.0,
             spent: 0,
+            cap,
+            capped,
+            asked: 0,
+            dense: Vec::new(),
 
             told: BitVec::new(),
             onehot_cols: Vec::new(),
             onehot_told: BitVec::new(),
+            onehot_complete: true,
         }
+    }
+
+    /// The default cap on probes for n columns: one-hot's n plus the coarse steps' allowance,
+    /// `n + n / 8 + min(16, n / 4)`.
+    pub fn allowance(n: usize) -> usize {
+        n + n / SPEND_DIVISOR + SPEND_SLACK.min(n / 4)
     }
 
     fn deps(&self, i: usize) -> &[u32] {
@@ -248,7 +311,7 @@ impl Refine {
                 }
             }
             Mode::OneHot => {
-                if self.onehot_told.count_ones() == self.onehot_cols.len() {
+                if self.onehot_complete && self.onehot_told.count_ones() == self.onehot_cols.len() {
                     self.cand_ptr.iter_mut().for_each(|p| *p = 0);
                     self.cand_idx.clear();
                     self.cand_probe.clear();
@@ -317,9 +380,49 @@ impl Refine {
         let mut idx = Vec::new();
         reserve(&mut idx, self.cand_idx.len() << bits, "candidate blocks")?;
         let (mut tested, mut changed) = (0usize, 0usize);
+        let mut changed_in: Vec<u32> = Vec::new();
+        let leaf_dense_at = match self.cap {
+            usize::MAX => usize::MAX,
+            cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / 4),
+        };
+        let dense_at = match self.cap {
+            usize::MAX => usize::MAX,
+            cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / DENSE_DIVISOR),
+        };
         for i in 0..self.m {
             let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
-            for e in self.cand_ptr[i]..self.cand_ptr[i + 1] {
+            let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
+            // The row's dependency lower bound: its known ones, plus the probes in which it
+            // changed with no known one (each holds one more); and its blocks that hold a known
+            // dependency or changed, of all its blocks.
+            let (mut hit, mut unknown) = (0, 0);
+            changed_in.clear();
+            for e in row.clone() {
+                let c = self.cand_probe[e];
+                let (start, end) = self.block_range(self.cand_idx[e], self.shift);
+                let known = Self::count_in(deps, start, end) > 0;
+                let tested = c != NONE && self.told[c as usize];
+                let changed = tested && self.cand_hit[e];
+                if changed && !known {
+                    changed_in.push(c);
+                }
+                hit += usize::from(changed || known);
+                if changed || !tested {
+                    unknown += (end - start) as usize - Self::count_in(deps, start, end);
+                }
+            }
+            changed_in.sort_unstable();
+            changed_in.dedup();
+            let lower = deps.len() + changed_in.len();
+            let blocks = row.len();
+            let is_dense = (blocks >= DENSE_MIN_BLOCKS
+                && 4 * hit >= 3 * blocks
+                && deps.len() >= DENSE_MIN
+                && lower >= dense_at)
+                // Before the last two levels: the row's unknown columns would cost a quarter
+                // of what is left, about one probe each.
+                || (s <= 1 && deps.len() >= DENSE_MIN && unknown >= leaf_dense_at);
+            for e in row {
                 let c = self.cand_probe[e];
                 if c != NONE && self.told[c as usize] {
                     tested += 1;
@@ -329,6 +432,12 @@ impl Refine {
                     changed += 1;
                 }
                 let b = self.cand_idx[e];
+                if is_dense {
+                    // Recognised dense: the block's columns are kept, not refined.
+                    let (start, end) = self.block_range(b, self.shift);
+                    self.dense.push((i as u32, start, end));
+                    continue;
+                }
                 for child in (b << bits)..((b + 1) << bits) {
                     if (child as u64) << s >= self.n as u64 {
                         break;
@@ -371,6 +480,7 @@ impl Refine {
         // d exactly when d >> shift == b, and one merge of the sorted candidates with the
         // sorted dependencies does it all.
         let mut rows_with_probe = Vec::new();
+        let mut suspected: Vec<u32> = Vec::new();
         let mut k_ptr = vec![0usize];
         let mut k_idx: Vec<u32> = Vec::new();
         reserve(
@@ -421,13 +531,22 @@ impl Refine {
                 k_idx.truncate(start);
                 continue;
             }
+            let len = k_idx.len() - start;
+            if !leaf && q >= DENSE_MIN && 4 * q >= 3 * len {
+                // Known dependencies in 3/4 of its blocks: dense at this scale. The row would
+                // make the coloring compress nothing; it is left out of it, and its P blocks
+                // are tested only where no Q block of its shares their probe (below).
+                k_idx.truncate(start);
+                suspected.push(i as u32);
+                continue;
+            }
             rows_with_probe.push(i as u32);
             k_ptr.push(k_idx.len());
             let len = (k_idx.len() - start) as u64;
             max_q = max_q.max(q);
             work += len * len;
         }
-        if rows_with_probe.is_empty() {
+        if rows_with_probe.is_empty() && suspected.is_empty() {
             return Ok(None);
         }
         let unknown_cols: usize = (0..nblocks)
@@ -527,14 +646,25 @@ impl Refine {
         let probed_blocks = probed.iter().filter(|&&p| p).count();
         // Dense at this scale: some row already has known dependencies in at least 3/4 of the
         // blocks, or the coloring compresses nothing while nearly every tested block changed.
-        let dense = probed_blocks >= MIN_BLOCKS_FOR_DENSE_TEST
-            && (4 * max_q >= 3 * probed_blocks
-                || (colors == probed_blocks && self.last_hit_rate >= 0.9));
+        let dense =
+            (leaf && probed_blocks >= MIN_BLOCKS_FOR_DENSE_TEST && 4 * max_q >= 3 * probed_blocks)
+                || (probed_blocks >= MIN_BLOCKS_FOR_SCALE_TEST
+                    && colors == probed_blocks
+                    && self.last_hit_rate >= 0.9);
         let slack = SPEND_SLACK.min(self.n / 4);
-        let over_allowance = self.spent + colors > unknown_cols / SPEND_DIVISOR + slack;
-        if (leaf && colors >= unknown_cols) || (!leaf && (dense || over_allowance)) {
+        let left = self.cap.saturating_sub(self.asked);
+        // Past the allowance, one probe per column is the better bet only while it still fits
+        // under the cap; once it does not, refining (which may still finish) goes on.
+        let onehot_fits = unknown_cols <= left;
+        let over_allowance = (onehot_fits
+            && self.spent + colors > unknown_cols / SPEND_DIVISOR + slack)
+            || colors > left;
+        if (leaf && (colors >= unknown_cols || colors > left))
+            || (!leaf && (dense || over_allowance))
+        {
             return Ok(Some(self.start_onehot()?));
         }
+        self.asked += colors;
 
         // The probes: the columns of each color class, in increasing order.
         let mut cols: Vec<Vec<u32>> = vec![Vec::new(); colors];
@@ -547,6 +677,25 @@ impl Refine {
                 self.cand_probe[e] = color[self.cand_idx[e] as usize];
             }
         }
+        // A row left out of the coloring learns nothing from a P block whose probe holds one
+        // of its Q blocks: that block is not tested in this step (it stays a candidate).
+        let mut q_colors = Vec::new();
+        for &i in &suspected {
+            let i = i as usize;
+            q_colors.clear();
+            q_colors.extend(
+                (self.deps(i).iter())
+                    .map(|&d| color[(d >> shift) as usize])
+                    .filter(|&c| c != NONE),
+            );
+            q_colors.sort_unstable();
+            for e in self.cand_ptr[i]..self.cand_ptr[i + 1] {
+                let c = self.cand_probe[e];
+                if c != NONE && q_colors.binary_search(&c).is_ok() {
+                    self.cand_probe[e] = NONE;
+                }
+            }
+        }
         self.cand_hit = bitvec![0; self.cand_idx.len()];
         self.cand_pert = bitvec![0; self.cand_idx.len()];
         self.told = bitvec![0; colors];
@@ -555,20 +704,38 @@ impl Refine {
         ))
     }
 
-    /// Switches to one probe per column of the candidate blocks.
+    /// Switches to one probe per column of the candidate blocks; when they are more than the
+    /// cap leaves, to one probe for each of the columns unknown for the most rows (the others
+    /// stay unresolved).
     fn start_onehot(&mut self) -> Result<Vec<Probe>> {
         let shift = self.shift;
-        let nblocks = (self.n as u64).div_ceil(1u64 << shift) as usize;
-        let mut is_cand = bitvec![0; nblocks];
+        // How many rows hold each column in a candidate block (a difference array).
+        let mut count = Vec::new();
+        reserve(&mut count, self.n + 1, "column counts")?;
+        count.resize(self.n + 1, 0i64);
         for &b in &self.cand_idx {
-            is_cand.set(b as usize, true);
+            let (s, e) = self.block_range(b, shift);
+            count[s as usize] += 1;
+            count[e as usize] -= 1;
         }
         let mut cols = Vec::new();
-        for b in is_cand.iter_ones() {
-            let (s, e) = self.block_range(b as u32, shift);
-            reserve(&mut cols, (e - s) as usize, "one-hot probes")?;
-            cols.extend(s..e);
+        let mut held = 0i64;
+        for (j, c) in count.iter_mut().take(self.n).enumerate() {
+            held += *c;
+            *c = held;
+            if held > 0 {
+                reserve(&mut cols, 1, "one-hot probes")?;
+                cols.push(j as u32);
+            }
         }
+        let left = self.cap.saturating_sub(self.asked);
+        self.onehot_complete = cols.len() <= left;
+        if !self.onehot_complete {
+            cols.sort_by_key(|&j| std::cmp::Reverse(count[j as usize]));
+            cols.truncate(left);
+            cols.sort_unstable();
+        }
+        self.asked += cols.len();
         self.cand_probe.iter_mut().for_each(|c| *c = NONE);
         self.mode = Mode::OneHot;
         self.onehot_told = bitvec![0; self.n];
@@ -607,6 +774,15 @@ impl Planner for Refine {
     fn ask(&mut self) -> Result<Vec<Probe>> {
         match self.mode {
             Mode::Done => return Ok(Vec::new()),
+            Mode::Start if self.cap != usize::MAX && 2 * self.shift as usize + 3 >= self.n => {
+                // Refining costs at least about two probes a level and three at the last: on
+                // so few columns it cannot beat one probe per column, which fits the cap.
+                if self.cand_idx.is_empty() {
+                    self.mode = Mode::Done;
+                    return Ok(Vec::new());
+                }
+                return self.start_onehot();
+            }
             Mode::Start => self.mode = Mode::Refining,
             Mode::Refining => self.advance()?,
             Mode::OneHot => {
@@ -704,39 +880,38 @@ impl Planner for Refine {
                 EntryKind::Traced
             }
         };
+        self.dense.sort_unstable();
+        let mut dense = self.dense.iter().peekable();
         let mut unresolved = 0;
         let mut row: Vec<(u32, EntryKind)> = Vec::new();
         for i in 0..self.m {
             row.clear();
             let deps = self.deps(i);
-            let mut possible = Vec::new();
+            row.extend(deps.iter().map(|&j| (j, traced_kind(i, j))));
             for &b in &self.cand_idx[self.cand_ptr[i]..self.cand_ptr[i + 1]] {
                 let (s, e) = self.block_range(b, self.shift);
                 for j in s..e {
                     if deps.binary_search(&j).is_err() && !(onehot && self.onehot_told[j as usize])
                     {
-                        possible.push(j);
+                        // Left out of the one-hot probes by the cap, or not told yet.
+                        let left_out = onehot
+                            && !self.onehot_complete
+                            && self.onehot_cols.binary_search(&j).is_err();
+                        match left_out {
+                            true => row.push((j, self.capped)),
+                            false => row.push((j, EntryKind::Unresolved)),
+                        }
+                        unresolved +=
+                            usize::from(!left_out || self.capped == EntryKind::Unresolved);
                     }
                 }
             }
-            unresolved += possible.len();
-            let mut d = deps.iter().peekable();
-            let mut p = possible.iter().peekable();
-            loop {
-                match (d.peek(), p.peek()) {
-                    (Some(&&x), Some(&&y)) if x < y => {
-                        let j = *d.next().unwrap();
-                        row.push((j, traced_kind(i, j)))
-                    }
-                    (Some(_), Some(_)) => row.push((*p.next().unwrap(), EntryKind::Unresolved)),
-                    (Some(_), None) => {
-                        let j = *d.next().unwrap();
-                        row.push((j, traced_kind(i, j)))
-                    }
-                    (None, Some(_)) => row.push((*p.next().unwrap(), EntryKind::Unresolved)),
-                    (None, None) => break,
-                }
+            while let Some(&(_, s, e)) = dense.next_if(|d| d.0 as usize == i) {
+                row.extend((s..e).map(|j| (j, EntryKind::Assumed)));
             }
+            // Sorted by column, the strongest kind of each column first; keep that one.
+            row.sort_unstable();
+            row.dedup_by_key(|&mut (j, _)| j);
             if !row.is_empty() {
                 builder.push_row(i, row.iter().copied())?;
             }

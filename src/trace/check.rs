@@ -31,8 +31,8 @@
 //! strongly along a traced input).
 
 use crate::coloring::{self, ColoringOptions, Order};
-use crate::error::Result;
-use crate::pattern::Pattern;
+use crate::error::{reserve, Result};
+use crate::pattern::{EntryKind, Pattern, PatternBuilder};
 use crate::probe::Probe;
 use bitvec::prelude::*;
 use std::collections::HashMap;
@@ -68,6 +68,10 @@ pub(crate) struct Check {
     direct: BitVec,
     /// Outputs of a class's first evaluation, until its second arrives.
     first: HashMap<usize, Vec<f64>>,
+    /// Classes evaluated (the first `active` are asked).
+    active: usize,
+    /// Classes whose two evaluations were told.
+    done: BitVec,
     /// Rows that failed.
     pub(crate) alarms: BitVec,
 }
@@ -125,6 +129,7 @@ impl Check {
                 direct.set(i, true);
             }
         }
+        let k = classes.len();
         Ok(Check {
             pattern,
             colors: c.colors,
@@ -133,6 +138,8 @@ impl Check {
             direct,
             classes,
             first: HashMap::new(),
+            active: k,
+            done: bitvec![0; k],
             alarms: bitvec![0; m],
         })
     }
@@ -144,12 +151,66 @@ impl Check {
         (0..self.pattern.rows()).any(|i| baseline[i].is_finite() && self.pattern.row(i).len() < n)
     }
 
-    /// One probe per color class; each is evaluated twice (request `2 c` up, `2 c + 1` down).
+    /// Classes in the check (each costs two evaluations).
+    pub(crate) fn classes(&self) -> usize {
+        self.classes.len()
+    }
+
+    /// Checks only the first `k` classes (what an evaluation cap leaves room for). The zeros
+    /// claimed in the others are not checked: [`Check::into_pattern`] keeps them. A heavy row
+    /// whose own class is dropped can no longer be checked where it has several traced columns
+    /// in one class, and is traced again there.
+    pub(crate) fn limit(&mut self, k: usize) {
+        self.active = self.active.min(k);
+        for (h, &i) in self.heavy.iter().enumerate() {
+            if self.colors_len + h >= self.active {
+                self.direct.set(i as usize, false);
+            }
+        }
+    }
+
+    /// One probe per class asked; each is evaluated twice (request `2 c` up, `2 c + 1` down).
     pub(crate) fn probes(&self, n: usize) -> Vec<Probe> {
-        self.classes
+        self.classes[..self.active]
             .iter()
             .map(|cols| Probe::new(cols.clone(), n))
             .collect()
+    }
+
+    /// The traced pattern, plus, as entries of kind `kind`, every zero it claims in a class
+    /// whose check was not completed (dropped by [`Check::limit`], or not told when a budget
+    /// ran out): an unchecked zero is never reported as one. Rows not finite at `baseline`
+    /// claim nothing.
+    pub(crate) fn into_pattern(self, baseline: &[f64], kind: EntryKind) -> Result<Pattern> {
+        let (m, n) = (self.pattern.rows(), self.pattern.cols());
+        let mut kept: Vec<(u32, u32, EntryKind)> = Vec::new();
+        for class in self.done.iter_zeros() {
+            let cols = &self.classes[class];
+            let rows: Vec<usize> = match class.checked_sub(self.colors_len) {
+                Some(h) => vec![self.heavy[h] as usize],
+                None => (0..m).collect(),
+            };
+            for i in rows {
+                if !baseline[i].is_finite() {
+                    continue;
+                }
+                let row = self.pattern.row(i);
+                for &j in cols {
+                    if row.binary_search(&j).is_err() {
+                        reserve(&mut kept, 1, "unchecked entries")?;
+                        kept.push((i as u32, j, kind));
+                    }
+                }
+            }
+        }
+        if kept.is_empty() {
+            return Ok(self.pattern);
+        }
+        let all = bitvec![0; m];
+        let extra = PatternBuilder::new(m, n, all)?.from_triples(&kept)?;
+        let mut united = self.pattern.union(&extra)?;
+        united.report = self.pattern.report.clone();
+        Ok(united)
     }
 
     /// The value of input `j` (at `x`) in request `id`; `r` in [0.5, 1.5).
@@ -176,6 +237,7 @@ impl Check {
             self.first.insert(class, y.to_vec());
             return;
         };
+        self.done.set(class, true);
         let (up, down, up_id) = if id.is_multiple_of(2) {
             (y, &other[..], id)
         } else {

@@ -39,8 +39,18 @@ pub struct TraceOptions {
     pub strategy: Strategy,
     /// Inputs per probe for [`Strategy::Chunked`] (at least 1).
     pub chunk_size: usize,
-    /// Most evaluations of the black box at each point, the baseline included; 0 means no
-    /// limit.
+    /// Most evaluations of the black box at each point, the baseline included.
+    ///
+    /// * 0 (default): no budget. The payload strategy's NaN trace asks at most n probes (one-hot's
+    ///   count; rows recognised dense are kept as [`crate::EntryKind::Assumed`]), and the guard
+    ///   adds its check (`2 chi` evaluations, chi colors of the traced pattern) and the verified
+    ///   re-trace of rows where a NaN was absorbed. On the benchmark families the whole trace
+    ///   stays below n + 1; on small problems (n below about 50) the guard can take it past.
+    /// * `usize::MAX`: no limit at all (the payload planner is not capped either: exact, with no
+    ///   row assumed dense).
+    /// * any other value: a budget on everything, guard included (n + 1 gives the strict
+    ///   one-hot bound). What it leaves unresolved, or claimed zero but unchecked, is kept as
+    ///   [`crate::EntryKind::Unresolved`], and [`crate::TraceReport::budget_exhausted`] is set.
     pub max_evaluations: usize,
     /// Outputs not finite at `x0`.
     pub nonfinite_baseline: NonFiniteBaseline,

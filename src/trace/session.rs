@@ -57,9 +57,14 @@
 //!
 //! # Budget
 //!
-//! [`TraceOptions::max_evaluations`] counts every evaluation, the baseline included; when it runs
-//! out, `ask` returns nothing and `finish` keeps whatever is unresolved as possible dependencies.
-//! A probe whose verification did not fit in the budget is not used at all.
+//! By default there is no budget: the payload planner is capped at [`Refine::allowance`]
+//! probes, recognises dense rows (their entries kept as [`EntryKind::Assumed`]), and the guard
+//! adds the check and the verified re-trace of the rows that fail it.
+//! [`TraceOptions::max_evaluations`] set by the caller counts every evaluation, the baseline
+//! and the guard included; when it runs out, `ask` returns nothing and `finish` keeps whatever
+//! is unresolved as possible dependencies. A probe whose verification did not fit is not used
+//! at all; check classes that do not fit are not asked, and the zeros they would have checked
+//! are kept ([`EntryKind::Unresolved`]): an unchecked zero is never reported as one.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::pattern::{check_dims, EntryKind, Pattern, PatternBuilder, TraceReport};
@@ -291,12 +296,25 @@ impl TraceSession {
         }
     }
 
-    /// Evaluations still allowed by the budget (`usize::MAX` without one).
-    fn remaining(&self) -> usize {
+    /// The most evaluations this trace may make: the caller's budget, or one-hot's n + 1.
+    /// The most evaluations this trace may make: the caller's budget, or none.
+    fn cap(&self) -> usize {
         match self.options.max_evaluations {
             0 => usize::MAX,
-            max => max.saturating_sub(self.report.evaluations),
+            max => max,
         }
+    }
+
+    /// Whether the payload planner works under its implicit cap ([`Refine::allowance`]: what it
+    /// leaves unresolved is [`EntryKind::Assumed`]) rather than under a budget the caller set
+    /// ([`EntryKind::Unresolved`]) or none.
+    fn implicit_cap(&self) -> bool {
+        self.options.max_evaluations == 0 && self.options.strategy == Strategy::Payload
+    }
+
+    /// Evaluations still allowed by the cap.
+    fn remaining(&self) -> usize {
+        self.cap().saturating_sub(self.report.evaluations)
     }
 
     /// The ids of the evaluation requests to run next: the untold requests of the current step
@@ -375,18 +393,20 @@ impl TraceSession {
             }
             Stage::Checking(check) => {
                 let check = *check;
-                if !check.alarms.any() {
-                    self.stage = Stage::Checked(Box::new(check.pattern));
+                let alarms = check.alarms.clone();
+                let checked = check.into_pattern(&self.baseline, EntryKind::Unresolved)?;
+                if !alarms.any() {
+                    self.stage = Stage::Checked(Box::new(checked));
                     return Ok(false);
                 }
                 // Trace the rows that failed again, alone, verifying every probe.
                 let mut masked = self.baseline.clone();
-                for i in check.alarms.iter_zeros() {
+                for i in alarms.iter_zeros() {
                     masked[i] = f64::NAN;
                 }
                 self.pairing = true;
                 self.stage = Stage::Planning(self.planner_for(masked));
-                self.checked = Some((check.pattern, check.alarms));
+                self.checked = Some((checked, alarms));
                 self.start_step(0)
             }
             Stage::Planning(mut planner) => {
@@ -413,15 +433,23 @@ impl TraceSession {
                     self.baseline_rows.clone().expect("baseline told"),
                 )?;
                 let (pattern, _) = planner.finish(builder)?;
-                let check = Check::new(pattern)?;
-                self.probes = match check.claims_any(&self.baseline) {
-                    true => check.probes(self.n),
+                let mut check = Check::new(pattern)?;
+                if !check.claims_any(&self.baseline) {
                     // Every traced row depends on every input: no zero to check.
-                    false => Vec::new(),
-                };
-                if self.probes.is_empty() || self.remaining() < 2 * self.probes.len() {
-                    self.report.budget_exhausted |= !self.probes.is_empty();
                     self.stage = Stage::Checked(Box::new(check.pattern));
+                    return Ok(false);
+                }
+                // Under the cap, the classes that do not fit are not checked and their zeros
+                // are kept (Check::into_pattern).
+                let fit = self.remaining() / 2;
+                if fit < check.classes() {
+                    check.limit(fit);
+                    self.report.budget_exhausted = true;
+                }
+                self.probes = check.probes(self.n);
+                if self.probes.is_empty() {
+                    let kept = check.into_pattern(&self.baseline, EntryKind::Unresolved)?;
+                    self.stage = Stage::Checked(Box::new(kept));
                     return Ok(false);
                 }
                 self.stage = Stage::Checking(Box::new(check));
@@ -929,12 +957,23 @@ impl TraceSession {
     }
 
     /// The strategy's planner for these baseline outputs (rows NaN there are not traced).
+    /// The payload planner asks at most [`Refine::allowance`] probes by default, or what the
+    /// caller's budget leaves (three evaluations a probe when every probe is verified).
     fn planner_for(&self, baseline: Vec<f64>) -> Box<dyn Planner> {
         let n = self.n;
+        let cap = match self.cap() {
+            _ if self.implicit_cap() => Refine::allowance(n),
+            usize::MAX => usize::MAX,
+            _ => self.remaining() / if self.pairing { 3 } else { 1 },
+        };
+        let capped = match self.implicit_cap() {
+            true => EntryKind::Assumed,
+            false => EntryKind::Unresolved,
+        };
         match self.options.strategy {
             Strategy::OneHot => Box::new(Chunked::new(n, 1, baseline)),
             Strategy::Chunked => Box::new(Chunked::new(n, self.options.chunk_size, baseline)),
-            Strategy::Payload => Box::new(Refine::new(n, baseline)),
+            Strategy::Payload => Box::new(Refine::new(n, baseline, cap, capped)),
         }
     }
 
@@ -964,26 +1003,34 @@ impl TraceSession {
             }
             Stage::Checked(p) => *p,
             // The budget ran out during the check: the NaN trace's pattern, unchecked.
-            Stage::Checking(check) => check.pattern,
+            Stage::Checking(check) => check.into_pattern(&self.baseline, EntryKind::Unresolved)?,
             Stage::Planning(planner) | Stage::Done(planner) => {
                 let builder = PatternBuilder::new(self.m, self.n, dense.expect("baseline told"))?;
-                let (retraced, _) = planner.finish(builder)?;
+                let (traced, _) = planner.finish(builder)?;
                 match self.checked {
                     // The rows that failed the check, traced again with every probe verified.
-                    Some((first, rows)) => first.with_rows_from(&retraced, &rows)?,
-                    None => retraced,
+                    Some((first, rows)) => first.with_rows_from(&traced, &rows)?,
+                    // The cap stopped the NaN trace before its check: its zeros are unchecked.
+                    None if self.options.verify => {
+                        Check::new(traced)?.into_pattern(&self.baseline, EntryKind::Unresolved)?
+                    }
+                    None => traced,
                 }
             }
         };
         let count = |kind: EntryKind| pattern.kinds().iter().filter(|&&k| k == kind).count();
-        let (unresolved, found_by_perturbation) =
-            (count(EntryKind::Unresolved), count(EntryKind::Perturbation));
+        let (unresolved, found_by_perturbation, assumed) = (
+            count(EntryKind::Unresolved),
+            count(EntryKind::Perturbation),
+            count(EntryKind::Assumed),
+        );
         let mut failed_columns = self.failed_columns;
         failed_columns.sort_unstable();
         failed_columns.dedup();
         pattern.report = TraceReport {
             unresolved,
             found_by_perturbation,
+            assumed,
             replayed: self.replayed,
             failed_columns,
             rechecked_rows,

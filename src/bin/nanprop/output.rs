@@ -65,12 +65,13 @@ pub(crate) fn write_svg(path: &Path, p: &Pattern, c: &coloring::Coloring) -> Res
 /// to standard output (`--out -`).
 pub(crate) fn summary(p: &Pattern, colors: usize, seconds: f64, to_stderr: bool) {
     let line = format!(
-        "n = {}, m = {}, nnz = {}, evaluations = {}, unresolved = {}, colors = {colors} (lower bound {}), n/colors = {:.2}, time = {seconds:.3} s",
+        "n = {}, m = {}, nnz = {}, evaluations = {}, unresolved = {}, assumed = {}, colors = {colors} (lower bound {}), n/colors = {:.2}, time = {seconds:.3} s",
         p.cols(),
         p.rows(),
         p.nnz(),
         p.report.evaluations,
         p.report.unresolved,
+        p.report.assumed,
         lower_bound(p),
         p.cols() as f64 / colors.max(1) as f64
     );

@@ -24,8 +24,10 @@ pub(crate) struct TraceArgs {
     /// Inputs per probe for the chunked strategy.
     #[arg(long, default_value_t = 8)]
     pub(crate) chunk_size: usize,
-    /// Most evaluations (0: no limit); what is unresolved then is kept as possible.
-    #[arg(long, default_value_t = 0)]
+    /// Most evaluations, baseline included: "auto" (default: at most n NaN probes, dense rows
+    /// assumed, plus the guard's check), "none" (no limit), or a number (a budget on
+    /// everything; what is unresolved or unchecked then is kept as possible).
+    #[arg(long, default_value = "auto", value_parser = evaluation_cap)]
     pub(crate) max_evaluations: usize,
     /// Write the pattern as a Matrix Market file.
     #[arg(long)]
@@ -117,4 +119,18 @@ pub(crate) fn run(a: &TraceArgs, quiet: bool) -> Result<(), Failure> {
     let to_stderr = a.out.as_deref().is_some_and(is_stdout);
     summary(&p, c.num_colors, seconds, to_stderr);
     Ok(())
+}
+
+/// `--max-evaluations`: "auto" (0 in the options), "none" (`usize::MAX`) or a positive number.
+pub(crate) fn evaluation_cap(s: &str) -> Result<usize, String> {
+    match s {
+        "auto" => Ok(0),
+        "none" => Ok(usize::MAX),
+        _ => match s.parse::<usize>() {
+            Ok(0) | Err(_) => Err(format!(
+                "'{s}' is not an evaluation cap: give auto, none or a positive number"
+            )),
+            Ok(k) => Ok(k),
+        },
+    }
 }
