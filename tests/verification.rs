@@ -376,3 +376,35 @@ fn the_check_costs_two_evaluations_per_color_where_nan_propagates() {
         );
     }
 }
+
+/// The strict one-hot bound: a budget of n + 1 covers the guard too. On a problem this small
+/// the check does not fit whole; the zeros it could not check are kept as possible
+/// dependencies, never reported as zeros, so nothing the absorbing guard hides is lost.
+#[test]
+fn a_budget_of_n_plus_one_keeps_what_the_check_could_not_reach() {
+    let (m, n) = (6, 12);
+    for budget in [n + 1, n / 2, 3] {
+        let options = TraceOptions {
+            max_evaluations: budget,
+            ..Default::default()
+        };
+        let mut f = guarded_combination(|a, b| a - b);
+        let p = trace(&mut f, m, &vec![1.0; n], &options).unwrap();
+        assert!(
+            p.report.evaluations <= budget,
+            "budget {budget}: {}",
+            p.report.evaluations
+        );
+        for i in 0..m {
+            for j in [2 * i, 2 * i + 1, (2 * i + 2) % n] {
+                assert!(p.contains(i, j), "budget {budget}: lost ({i}, {j})");
+            }
+        }
+        assert!(p.report.budget_exhausted, "budget {budget}");
+        assert!(p.report.unresolved > 0, "budget {budget}");
+    }
+    // Without a budget the same problem is exact.
+    let mut f = guarded_combination(|a, b| a - b);
+    let p = trace(&mut f, m, &vec![1.0; n], &TraceOptions::default()).unwrap();
+    assert_eq!(p.nnz(), 3 * m);
+}
