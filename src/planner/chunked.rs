@@ -81,9 +81,8 @@ impl Planner for Chunked {
         (self.baseline.iter().zip(y)).any(|(b, v)| b.is_finite() && b.to_bits() == v.to_bits())
     }
 
-    fn finish(mut self: Box<Self>, builder: PatternBuilder) -> Result<(Pattern, usize)> {
+    fn finish(mut self: Box<Self>, builder: PatternBuilder) -> Result<Pattern> {
         let mut found = std::mem::take(&mut self.found);
-        let mut unresolved = 0;
         for c in self.told.iter_zeros() {
             let cols = self.chunk_cols(c);
             let rows = self
@@ -94,9 +93,8 @@ impl Planner for Chunked {
             for (i, _) in rows {
                 reserve(&mut found, cols.len(), "unresolved entries")?;
                 found.extend(cols.clone().map(|j| (i as u32, j, EntryKind::Unresolved)));
-                unresolved += cols.len();
             }
         }
-        Ok((builder.from_triples(&found)?, unresolved))
+        builder.from_triples(&found)
     }
 }

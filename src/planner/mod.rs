@@ -41,6 +41,5 @@ pub trait Planner {
 
     /// The pattern of what is known: proven dependencies, plus every entry still unresolved
     /// (kind [`crate::EntryKind::Unresolved`]). `builder` already knows the non-finite rows.
-    /// Returns the pattern and how many entries are unresolved.
-    fn finish(self: Box<Self>, builder: PatternBuilder) -> Result<(Pattern, usize)>;
+    fn finish(self: Box<Self>, builder: PatternBuilder) -> Result<Pattern>;
 }

@@ -866,7 +866,7 @@ impl Planner for Refine {
         }
     }
 
-    fn finish(mut self: Box<Self>, mut builder: PatternBuilder) -> Result<(Pattern, usize)> {
+    fn finish(mut self: Box<Self>, mut builder: PatternBuilder) -> Result<Pattern> {
         self.absorb();
         self.merge_deps()?;
         let onehot = self.mode == Mode::OneHot;
@@ -882,7 +882,6 @@ impl Planner for Refine {
         };
         self.dense.sort_unstable();
         let mut dense = self.dense.iter().peekable();
-        let mut unresolved = 0;
         let mut row: Vec<(u32, EntryKind)> = Vec::new();
         for i in 0..self.m {
             row.clear();
@@ -901,8 +900,6 @@ impl Planner for Refine {
                             true => row.push((j, self.capped)),
                             false => row.push((j, EntryKind::Unresolved)),
                         }
-                        unresolved +=
-                            usize::from(!left_out || self.capped == EntryKind::Unresolved);
                     }
                 }
             }
@@ -916,6 +913,6 @@ impl Planner for Refine {
                 builder.push_row(i, row.iter().copied())?;
             }
         }
-        Ok((builder.finish()?, unresolved))
+        builder.finish()
     }
 }

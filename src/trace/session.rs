@@ -432,7 +432,7 @@ impl TraceSession {
                     self.n,
                     self.baseline_rows.clone().expect("baseline told"),
                 )?;
-                let (pattern, _) = planner.finish(builder)?;
+                let pattern = planner.finish(builder)?;
                 let mut check = Check::new(pattern)?;
                 if !check.claims_any(&self.baseline) {
                     // Every traced row depends on every input: no zero to check.
@@ -1006,7 +1006,7 @@ impl TraceSession {
             Stage::Checking(check) => check.into_pattern(&self.baseline, EntryKind::Unresolved)?,
             Stage::Planning(planner) | Stage::Done(planner) => {
                 let builder = PatternBuilder::new(self.m, self.n, dense.expect("baseline told"))?;
-                let (traced, _) = planner.finish(builder)?;
+                let traced = planner.finish(builder)?;
                 match self.checked {
                     // The rows that failed the check, traced again with every probe verified.
                     Some((first, rows)) => first.with_rows_from(&traced, &rows)?,
