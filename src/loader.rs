@@ -33,7 +33,7 @@
 //! has the stated signature: nanprop cannot check it. A wrong convention is undefined behaviour
 //! (typically a crash), as in any C program.
 
-use crate::driver::BlackBox;
+use crate::driver::{BlackBox, SyncBlackBox};
 use crate::error::{Error, Result};
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
@@ -291,6 +291,30 @@ impl BlackBox for LoadedBlackBox {
     }
     fn identity(&self) -> Option<String> {
         Some(self.identity.clone())
+    }
+}
+
+/// A loaded function declared safe to run on several threads at once, so that
+/// [`crate::TraceOptions::threads`] can use it: what a caller who sets `threads` declares (the C
+/// ABI and the Python package do so for every loaded function). Identified by its library for
+/// journals, as the handle is.
+pub struct SharedLoaded<'a>(pub &'a LoadedBlackBox);
+
+impl SyncBlackBox for SharedLoaded<'_> {
+    fn eval(&self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
+        self.0.call(x, y)
+    }
+}
+
+impl BlackBox for SharedLoaded<'_> {
+    fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
+        self.0.call(x, y)
+    }
+    fn shared(&self) -> Option<&dyn SyncBlackBox> {
+        Some(self)
+    }
+    fn identity(&self) -> Option<String> {
+        BlackBox::identity(self.0)
     }
 }
 

@@ -12,9 +12,8 @@ use super::jacobian::{jacobian_of, nanprop_jacobian_options};
 use super::options::{nanprop_options, read_options};
 use super::pattern::{nanprop_pattern, pattern_ref};
 use super::status::nanprop_status;
-use crate::driver::{BlackBox, SyncBlackBox};
 use crate::error::{Error, Result};
-use crate::loader::{Convention, IntKind, LoadedBlackBox};
+use crate::loader::{Convention, IntKind, LoadedBlackBox, SharedLoaded};
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -40,28 +39,6 @@ pub struct nanprop_loaded {
     inner: LoadedBlackBox,
     /// The resolved symbol name, kept for `nanprop_loaded_symbol`.
     symbol: CString,
-}
-
-/// A loaded function as the C ABI traces it: declared thread-safe for callers that set
-/// `threads` (as every C black box is), identified by its library for journals.
-struct CLoaded<'a>(&'a LoadedBlackBox);
-
-impl SyncBlackBox for CLoaded<'_> {
-    fn eval(&self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
-        self.0.call(x, y)
-    }
-}
-
-impl BlackBox for CLoaded<'_> {
-    fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
-        self.0.call(x, y)
-    }
-    fn shared(&self) -> Option<&dyn SyncBlackBox> {
-        Some(self)
-    }
-    fn identity(&self) -> Option<String> {
-        BlackBox::identity(self.0)
-    }
 }
 
 unsafe fn loaded_ref<'a>(b: *const nanprop_loaded) -> Result<&'a nanprop_loaded> {
@@ -208,7 +185,7 @@ pub unsafe extern "C" fn nanprop_loaded_trace(
         let f = &unsafe { loaded_ref(b)? }.inner;
         let options = unsafe { read_options(options)? };
         let x0 = unsafe { slice(x0, f.n(), "x0")? };
-        let mut c = CLoaded(f);
+        let mut c = SharedLoaded(f);
         let pattern =
             crate::driver::entry::trace_flat(&mut c, f.n(), f.m(), x0, &options, &mut |_| {})?;
         give(out, nanprop_pattern { inner: pattern });
@@ -233,7 +210,7 @@ pub unsafe extern "C" fn nanprop_loaded_jacobian(
         // SAFETY (all): arguments as documented.
         let f = &unsafe { loaded_ref(b)? }.inner;
         let pat = unsafe { pattern_ref(p)? };
-        let mut c = CLoaded(f);
+        let mut c = SharedLoaded(f);
         unsafe { jacobian_of(&mut c, f.n(), f.m(), x0, pat, options, values, evaluations) }
     })
 }
