@@ -83,6 +83,9 @@ pub mod rng;
 pub mod testing;
 pub mod trace;
 
+/// The library's version (`MAJOR.MINOR.PATCH`), as `nanprop_version_string` gives it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub use driver::{
     trace, trace_points, trace_with_progress, BlackBox, Progress, SyncBlackBox, ThreadSafe,
 };

@@ -1,0 +1,184 @@
+"""nanprop from Python, side by side with SciPy's dense finite differences and asdex.
+
+    python bench/python_peers.py          # after pip install ./python (and, optionally, asdex)
+
+For each function (written once for numpy and, for asdex, for jax.numpy) it prints the time to
+the pattern, the evaluations of f, the nonzeros found and whether the pattern equals the true
+one; then the cost of calling a Python f from nanprop's loop against calling it in a plain
+Python loop. asdex (JAX, abstract interpretation: no evaluation of f) runs when it is
+importable; otherwise the script says so. SciPy's dense differences build an m x n matrix and
+run only up to n = 2000. The README's Python table comes from this script.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+import nanprop
+
+try:
+    import asdex
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+except ImportError:  # asdex is optional
+    asdex = None
+
+from scipy.optimize._numdiff import approx_derivative  # SciPy no longer exports it
+
+
+def tridiagonal(xp):
+    def f(x):
+        y = (3.0 - 2.0 * x) * x + 1.0
+        left = xp.concatenate([xp.zeros(1), x[:-1]])
+        right = xp.concatenate([x[1:], xp.zeros(1)])
+        return y - left - 2.0 * right
+
+    return f
+
+
+def bratu(xp, N):
+    h2 = 1.0 / (N + 1) ** 2
+
+    def f(u):
+        U = u.reshape(N, N)
+        P = xp.pad(U, 1)
+        F = 4 * U - P[:-2, 1:-1] - P[2:, 1:-1] - P[1:-1, :-2] - P[1:-1, 2:] - h2 * xp.exp(U)
+        return F.ravel()
+
+    return f
+
+
+def random5(xp, n, seed=7):
+    rng = np.random.default_rng(seed)
+    cols = np.array([rng.choice(n, 5, replace=False) for _ in range(n)])
+
+    def f(x):
+        return (xp.sin(x[cols]) * x[cols[:, :1]]).sum(axis=1)
+
+    return f
+
+
+def timed(fn):
+    t = time.perf_counter()
+    r = fn()
+    return r, time.perf_counter() - t
+
+
+class Counted:
+    """f, counting its calls and the time spent in them."""
+
+    def __init__(self, f):
+        self.f, self.calls, self.seconds = f, 0, 0.0
+
+    def __call__(self, x):
+        self.calls += 1
+        t = time.perf_counter()
+        y = self.f(x)
+        self.seconds += time.perf_counter() - t
+        return y
+
+
+def csr_key(A):
+    A = A.tocsr()
+    A.sum_duplicates()
+    A.sort_indices()
+    return A.indptr.tobytes(), A.indices.tobytes()
+
+
+def row(name, n, f_np, f_jax):
+    x0 = np.random.default_rng(1).uniform(0.5, 1.5, n)
+    g = Counted(f_np)
+    p, t_nan = timed(lambda: nanprop.trace(g, x0, m=n, progress=False))
+    ref = csr_key(p.to_scipy())
+    out = [
+        f"| {name} | {n} | nanprop | {t_nan * 1e3:.0f} ms ({g.seconds * 1e3:.0f} in f) | {g.calls} "
+        f"| {p.nnz} | (reference) |"
+    ]
+    if n <= 2000:
+        g = Counted(f_np)
+        J, t = timed(lambda: approx_derivative(g, x0, method="2-point"))
+        import scipy.sparse
+
+        A = scipy.sparse.csr_matrix(J != 0)
+        same = "same" if csr_key(A) == ref else "differs"
+        out.append(
+            f"| | | SciPy dense 2-point | {t * 1e3:.0f} ms ({g.seconds * 1e3:.0f} in f) | {g.calls} "
+            f"| {A.nnz} | {same} |"
+        )
+    else:
+        out.append("| | | SciPy dense 2-point | (m x n dense: skipped) | | | |")
+    if asdex is not None:
+        # The first call compiles nothing that the second reuses (each call traces f): time it.
+        s, t = timed(lambda: asdex.jacobian_sparsity(f_jax, jnp.asarray(x0)))
+        import scipy.sparse
+
+        rows, cols = np.asarray(s.rows), np.asarray(s.cols)
+        A = scipy.sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+        same = "same" if csr_key(A) == ref else "differs"
+        out.append(
+            f"| | | asdex {asdex_version()} | {t * 1e3:.0f} ms | 0 (no evaluation) | {s.nnz} | {same} |"
+        )
+    return out
+
+
+def asdex_version():
+    try:
+        from importlib.metadata import version
+
+        return version("asdex")
+    except Exception:
+        return ""
+
+
+def overhead(n=1000, reps=2000):
+    """Seconds per evaluation spent by nanprop around a Python f, against a plain loop."""
+    f = tridiagonal(np)
+    x = np.ones(n)
+    t = time.perf_counter()
+    for _ in range(reps):
+        np.asarray(f(x.copy()), dtype=np.float64)
+    plain = (time.perf_counter() - t) / reps
+    g = Counted(f)
+    p = nanprop.trace(
+        g, x, m=n, strategy="one-hot", verify=False, max_evaluations="none", progress=False
+    )
+    t = time.perf_counter()
+    for _ in range(max(1, reps // n)):
+        g.calls = 0
+        nanprop.trace(g, x, m=n, strategy="one-hot", verify=False, progress=False)
+    through = (time.perf_counter() - t) / (max(1, reps // n) * (n + 1))
+    return plain, through, p.evaluations
+
+
+def main():
+    print(f"nanprop {nanprop.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}")
+    if asdex is None:
+        print("asdex not installed: its rows are skipped (pip install asdex)")
+    print()
+    print("| function | n | tool | time to pattern (of which in f) | evaluations of f | nnz | pattern vs nanprop's |")
+    print("|---|---:|---|---:|---:|---:|---|")
+    cases = [
+        ("tridiagonal", 1000, tridiagonal(np), tridiagonal(jnp) if asdex else None),
+        ("tridiagonal", 100000, tridiagonal(np), tridiagonal(jnp) if asdex else None),
+        ("2-D Bratu 30 x 30", 900, bratu(np, 30), bratu(jnp, 30) if asdex else None),
+        ("2-D Bratu 300 x 300", 90000, bratu(np, 300), bratu(jnp, 300) if asdex else None),
+        ("random 5 per row", 2000, random5(np, 2000), random5(jnp, 2000) if asdex else None),
+        ("random 5 per row", 100000, random5(np, 100000), random5(jnp, 100000) if asdex else None),
+    ]
+    for name, n, f_np, f_jax in cases:
+        for line in row(name, n, f_np, f_jax):
+            print(line, flush=True)
+    plain, through, evals = overhead()
+    print()
+    print(
+        f"Python f called from nanprop's loop (one-hot, n = 1000, {evals} evaluations): "
+        f"{through * 1e6:.1f} us per evaluation, against {plain * 1e6:.1f} us in a plain "
+        f"Python loop calling f on a copy of x: {(through - plain) * 1e6:.1f} us of overhead"
+    )
+
+
+if __name__ == "__main__":
+    main()

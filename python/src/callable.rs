@@ -1,0 +1,136 @@
+//! A Python callable as a black box.
+//!
+//! f gets a fresh 1-D float64 array (a copy of x: keeping or changing it harms nothing) and
+//! returns anything numpy turns into m floats. Its exceptions are kept, not printed:
+//!
+//! * an `Exception` makes the evaluation fail with a nonzero code, as a C black box's error
+//!   code would. On a NaN probe the trace reads that as the function refusing NaN and works
+//!   around it (it splits the probe and finds what the refusing input reaches by finite steps,
+//!   `nanprop::trace::split`): code that raises on NaN (`int(nan)`, an input check) is traced.
+//!   On any other evaluation (x0, a verification step, a Jacobian) the call stops with an
+//!   error, and the caller gets the exception itself, with its traceback, and the library's
+//!   sentence as a note;
+//! * anything else (`KeyboardInterrupt`, `SystemExit`) and a broken contract (not m values,
+//!   values that are not numbers) stop the trace: no further call reaches f, and that exception
+//!   is raised.
+
+use nanprop::driver::BlackBox;
+use numpy::{PyArray1, PyArrayMethods};
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+
+/// The code an evaluation fails with when f raised.
+const RAISED: i32 = -1;
+
+/// A Python callable from R^n to R^m.
+pub struct Callable<'py> {
+    f: Bound<'py, PyAny>,
+    ascontiguousarray: Bound<'py, PyAny>,
+    m: usize,
+    /// The last exception f raised (or the contract breach), if any.
+    error: Option<PyErr>,
+    /// Set by an exception that must end the work: f is not called again.
+    stopped: bool,
+}
+
+impl<'py> Callable<'py> {
+    /// Wraps `f`, which must return m values.
+    pub fn new(f: &Bound<'py, PyAny>, m: usize) -> PyResult<Self> {
+        let py = f.py();
+        if !f.is_callable() {
+            return Err(crate::errors::invalid(format!(
+                "f must be callable (got {})",
+                f.get_type().name()?
+            )));
+        }
+        Ok(Callable {
+            f: f.clone(),
+            ascontiguousarray: py.import("numpy")?.getattr("ascontiguousarray")?,
+            m,
+            error: None,
+            stopped: false,
+        })
+    }
+
+    /// The error to raise for a library error: the exception f raised, when the library's error
+    /// is that f failed (with the library's sentence as a note), else the library's own.
+    pub fn error_for(&mut self, e: nanprop::Error) -> PyErr {
+        let py = self.f.py();
+        match self.error.take() {
+            Some(raised) if self.stopped => raised,
+            Some(raised) if e.kind == nanprop::ErrorKind::BlackBox => {
+                // "the black box returned -1 on the baseline evaluation at x0": say where.
+                let prefix = format!("the black box returned {RAISED} ");
+                let place = e.message.strip_prefix(&prefix).unwrap_or(&e.message);
+                let note = format!("nanprop: f raised this {place}");
+                // Best effort: notes exist from Python 3.11 on.
+                let _ = raised.value(py).call_method1("add_note", (note,));
+                raised
+            }
+            _ => crate::errors::to_py(e),
+        }
+    }
+
+    /// The exception that stopped the work, if one did (it may have stopped a trace that the
+    /// library then completed from what it had: the caller must still see it).
+    pub fn take_stop(&mut self) -> Option<PyErr> {
+        if self.stopped {
+            self.error.take()
+        } else {
+            None
+        }
+    }
+
+    fn call(&self, x: &[f64], y: &mut [f64]) -> Result<(), (PyErr, bool)> {
+        let py = self.f.py();
+        let fatal = |e: PyErr| (e, true);
+        let xa = PyArray1::from_slice(py, x);
+        let r = self.f.call1((xa,)).map_err(|e| {
+            let fatal = !e.is_instance_of::<PyException>(py);
+            (e, fatal)
+        })?;
+        let a = self.ascontiguousarray.call1((&r, "float64")).map_err(|e| {
+            let msg = format!("f returned a value numpy cannot turn into floats: {e}");
+            fatal(PyValueError::new_err(msg))
+        })?;
+        let a = a.cast_into::<PyArray1<f64>>().map_err(|_| {
+            let shape = r
+                .getattr("shape")
+                .map(|s| s.to_string())
+                .unwrap_or_else(|_| "?".into());
+            let msg = format!(
+                "f must return a 1-D array of m = {} values; it returned shape {shape}",
+                self.m
+            );
+            fatal(PyValueError::new_err(msg))
+        })?;
+        let a = a.readonly();
+        let values = a.as_slice().map_err(|e| fatal(e.into()))?;
+        if values.len() != self.m {
+            let msg = format!(
+                "f returned {} values, expected m = {}",
+                values.len(),
+                self.m
+            );
+            return Err(fatal(PyValueError::new_err(msg)));
+        }
+        y.copy_from_slice(values);
+        Ok(())
+    }
+}
+
+impl BlackBox for Callable<'_> {
+    fn eval(&mut self, x: &[f64], y: &mut [f64]) -> Result<(), i32> {
+        if self.stopped {
+            return Err(RAISED);
+        }
+        match self.call(x, y) {
+            Ok(()) => Ok(()),
+            Err((e, fatal)) => {
+                self.error = Some(e);
+                self.stopped |= fatal;
+                Err(RAISED)
+            }
+        }
+    }
+}

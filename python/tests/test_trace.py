@@ -1,0 +1,232 @@
+"""Tracing Python callables: exact patterns, entry kinds, options, errors."""
+
+import faulthandler
+import traceback
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import nanprop
+from conftest import bratu, random_sparse, tridiagonal
+
+
+def dense_of(p):
+    return p.to_scipy().toarray() != 0
+
+
+def test_tridiagonal_is_exact_with_far_fewer_evaluations_than_n():
+    n = 1000
+    p = nanprop.trace(tridiagonal, np.zeros(n))
+    truth = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 1
+    assert p.shape == (n, n)
+    assert (dense_of(p) == truth).all()
+    assert p.nnz == 3 * n - 2
+    assert p.evaluations < 60, p.evaluations
+    assert p.kinds.dtype == np.uint8 and p.kinds.shape == (p.nnz,)
+    assert (p.kinds == nanprop.EntryKind.TRACED).all()
+    assert p.report["evaluations"] == p.evaluations
+
+
+def test_bratu_2d_is_exact():
+    N = 20
+    f, jac = bratu(N)
+    x0 = np.full(N * N, 0.1)
+    p = nanprop.trace(f, x0)
+    assert (dense_of(p) == (jac(x0) != 0)).all()
+    assert p.evaluations < N * N / 4
+
+
+def test_random_sparse_is_exact():
+    f, truth = random_sparse(500, 800, 5, seed=3)
+    x0 = np.random.default_rng(4).standard_normal(800)
+    p = nanprop.trace(f, x0)
+    assert (dense_of(p) == truth).all()
+    assert p.evaluations < 800 + 1
+
+
+def test_pattern_round_trips_through_scipy_and_arrays():
+    p = nanprop.trace(tridiagonal, np.zeros(50))
+    A = p.to_scipy()
+    assert isinstance(A, scipy.sparse.csr_matrix) and A.shape == (50, 50)
+    assert A.indices.dtype == np.int32
+    q = nanprop.Pattern.from_scipy(A.tocoo())
+    assert q == p and q.evaluations == 0
+    r = nanprop.Pattern(50, 50, p.indptr, p.indices)
+    assert r == p
+    assert (3, 4) in p and (3, 5) not in p
+    assert list(p.row(0)) == [0, 1]
+    with pytest.raises(nanprop.InvalidArgumentError, match="sorted"):
+        nanprop.Pattern(1, 3, [0, 2], [2, 1])
+    with pytest.raises(nanprop.InvalidArgumentError, match="negative"):
+        nanprop.Pattern(1, 3, [0, 1], [-1])
+
+
+def test_coloring_separates_columns_sharing_a_row():
+    f, truth = random_sparse(300, 300, 4, seed=5)
+    p = nanprop.trace(f, np.ones(300))
+    colors = nanprop.coloring(p)
+    assert colors.shape == (300,)
+    for i in range(300):
+        row = colors[p.row(i)]
+        assert len(set(row)) == len(row), f"row {i} holds two columns of one color"
+    natural = nanprop.coloring(p, order="natural")
+    assert colors.max() <= natural.max()
+    with pytest.raises(nanprop.InvalidArgumentError, match="unknown order"):
+        nanprop.coloring(p, order="alphabetical")
+
+
+def test_nan_in_x0_raises_invalid_argument():
+    with pytest.raises(nanprop.InvalidArgumentError, match="x0\\[1\\]"):
+        nanprop.trace(tridiagonal, np.array([1.0, np.nan, 2.0]))
+
+
+def test_an_exception_in_f_propagates_as_itself_with_its_traceback():
+    def f(x):
+        if x[0] > 5:
+            raise RuntimeError("boom from f")
+        return x
+
+    with pytest.raises(RuntimeError, match="boom from f") as info:
+        nanprop.trace(f, np.array([6.0, 1.0]), m=2)
+    frames = [frame.f_code.co_name for frame, _ in traceback.walk_tb(info.value.__traceback__)]
+    assert "f" in frames, frames
+    assert any("baseline" in note for note in getattr(info.value, "__notes__", []))
+
+
+def test_an_exception_on_nan_is_read_as_refusing_nan_and_traced_around():
+    # int(nan) raises ValueError: a code that cannot take NaN. Row i depends on x_i, x_{i+1}.
+    def f(x):
+        k = [int(v * 1000) for v in x]
+        return np.array([k[i] + 2 * k[(i + 1) % len(k)] for i in range(len(k))], dtype=float)
+
+    n = 30
+    x0 = np.linspace(1.0, 2.0, n)
+    p = nanprop.trace(f, x0)
+    truth = np.zeros((n, n), dtype=bool)
+    truth[np.arange(n), np.arange(n)] = True
+    truth[np.arange(n), (np.arange(n) + 1) % n] = True
+    assert (dense_of(p) == truth).all()
+    assert p.report["failed_columns"] == list(range(n))
+    assert (p.kinds == nanprop.EntryKind.PERTURBATION).all()
+
+
+def test_keyboard_interrupt_stops_the_trace():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return tridiagonal(x)
+
+    with pytest.raises(KeyboardInterrupt):
+        nanprop.trace(f, np.zeros(1000), m=1000)
+    assert len(calls) == 4, "f was called again after KeyboardInterrupt"
+
+
+def test_a_wrong_number_of_outputs_is_a_clear_error():
+    with pytest.raises(ValueError, match="returned 3 values, expected m = 10"):
+        nanprop.trace(lambda x: x[:3], np.zeros(10), m=10)
+    with pytest.raises(ValueError, match="1-D array"):
+        nanprop.trace(lambda x: np.outer(x, x), np.zeros(4), m=16)
+
+
+def test_m_is_learned_from_f_of_x0():
+    p = nanprop.trace(lambda x: np.array([x[0] * x[1], np.sin(x[2])]), np.ones(3))
+    assert p.shape == (2, 3)
+    assert list(p.row(0)) == [0, 1] and list(p.row(1)) == [2]
+
+
+def test_options_are_checked_by_name():
+    with pytest.raises(TypeError, match="bogus"):
+        nanprop.trace(tridiagonal, np.zeros(5), bogus=1)
+    with pytest.raises(nanprop.InvalidArgumentError, match="strategy"):
+        nanprop.trace(tridiagonal, np.zeros(5), strategy="magic")
+    with pytest.raises(nanprop.InvalidArgumentError, match="processes"):
+        nanprop.trace(tridiagonal, np.zeros(5), threads=2)
+    with pytest.raises(nanprop.InvalidArgumentError, match="verify_step"):
+        nanprop.trace(tridiagonal, np.zeros(5), verify_step=-1.0)
+
+
+def test_one_hot_costs_n_plus_one_and_agrees():
+    n = 40
+    p = nanprop.trace(tridiagonal, np.zeros(n), strategy="one-hot", verify=False)
+    q = nanprop.trace(tridiagonal, np.zeros(n))
+    assert p.evaluations == n + 1
+    assert p == q
+
+
+def test_a_budget_keeps_what_it_could_not_resolve():
+    n = 200
+    p = nanprop.trace(tridiagonal, np.zeros(n), max_evaluations=10)
+    assert p.evaluations <= 10
+    assert p.report["budget_exhausted"]
+    truth = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 1
+    assert (dense_of(p) | ~truth).all(), "a budget lost a true entry"
+    assert (p.kinds == nanprop.EntryKind.UNRESOLVED).any()
+
+
+def test_several_points_give_the_union_of_their_patterns():
+    def f(x):  # y0 depends on x1 only where x0 > 0
+        return np.array([x[1] if x[0] > 0 else 0.0, x[2]])
+
+    p = nanprop.trace(f, [[1.0, 1.0, 1.0], [-1.0, 1.0, 1.0]])
+    assert list(p.row(0)) == [0, 1] or list(p.row(0)) == [1]
+    assert 1 in p.row(0)
+    q = nanprop.trace(f, [-1.0, 1.0, 1.0])
+    assert 1 not in q.row(0)
+
+
+def test_isolation_turns_a_crash_into_an_error_and_processes_trace_python():
+    def crash(x):
+        import ctypes
+
+        if x[0] > 5:
+            ctypes.string_at(0)  # a segmentation fault
+        return x
+
+    # pytest's faulthandler would print the crashed worker's Python stack: not needed here.
+    enabled = faulthandler.is_enabled()
+    faulthandler.disable()
+    try:
+        with pytest.raises(nanprop.BlackBoxError, match="SIGSEGV"):
+            nanprop.trace(crash, np.array([6.0, 1.0]), m=2, isolate=True)
+    finally:
+        if enabled:
+            faulthandler.enable()
+    p = nanprop.trace(tridiagonal, np.zeros(300), processes=2)
+    assert p.nnz == 3 * 300 - 2
+
+
+def test_progress_callback_sees_every_evaluation():
+    seen = []
+    p = nanprop.trace(tridiagonal, np.zeros(500), progress=lambda *a: seen.append(a))
+    assert len(seen) == p.evaluations
+    assert seen[-1][0] == p.evaluations and all(e <= plan for e, plan, _, _ in seen)
+    nanprop.trace(tridiagonal, np.zeros(50), progress=True)  # the bar (tqdm or the text line)
+
+
+def test_journal_resumes_without_evaluating_again(tmp_path):
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return tridiagonal(x)
+
+    path = tmp_path / "trace.journal"
+    p = nanprop.trace(f, np.zeros(200), m=200, journal=path, function_id="tridiagonal")
+    first = len(calls)
+    q = nanprop.trace(f, np.zeros(200), m=200, journal=path, function_id="tridiagonal")
+    assert q == p and len(calls) == first
+    assert q.report["replayed"] == q.evaluations
+    with pytest.raises(nanprop.InvalidArgumentError, match="function"):
+        nanprop.trace(f, np.zeros(200), m=200, journal=path, function_id="another")
+
+
+def test_help_is_a_usable_page():
+    doc = nanprop.trace.__doc__
+    for word in ("max_evaluations", "isolate", "Raises", "EntryKind", "Returns"):
+        assert word in doc
+    assert "convention" in nanprop.load.__doc__
+    assert nanprop.Pattern.__doc__ and nanprop.JacobianPlan.__doc__
