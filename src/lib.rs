@@ -87,7 +87,8 @@ pub mod trace;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub use driver::{
-    trace, trace_points, trace_with_progress, BlackBox, Progress, SyncBlackBox, ThreadSafe,
+    trace, trace_f32, trace_points, trace_with_progress, BlackBox, BlackBox32, Precision, Progress,
+    Single, SyncBlackBox, ThreadSafe,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use pattern::{EntryKind, Pattern, TraceReport};

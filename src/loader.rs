@@ -33,7 +33,8 @@
 //! has the stated signature: nanprop cannot check it. A wrong convention is undefined behaviour
 //! (typically a crash), as in any C program.
 
-use crate::driver::{BlackBox, SyncBlackBox};
+use crate::driver::single::Single;
+use crate::driver::{BlackBox, Failure, Precision, SyncBlackBox};
 use crate::error::{Error, Result};
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
@@ -97,6 +98,8 @@ pub struct LoadedBlackBox {
     function: *const c_void,
     convention: Convention,
     int_kind: IntKind,
+    /// REAL*8 (double) or REAL*4 (float) arguments.
+    real: Precision,
     n: usize,
     m: usize,
     symbol: String,
@@ -118,7 +121,13 @@ unsafe impl Sync for LoadedBlackBox {}
 /// What identifies a loaded function for a journal: the library's canonical path, size and
 /// modification time (so a rebuilt library is another function), the symbol and how it is
 /// called.
-fn identity_of(path: &Path, symbol: &str, convention: Convention, int_kind: IntKind) -> String {
+fn identity_of(
+    path: &Path,
+    symbol: &str,
+    convention: Convention,
+    int_kind: IntKind,
+    real: Precision,
+) -> String {
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let (size, modified) = std::fs::metadata(&canonical)
         .map(|md| {
@@ -131,7 +140,7 @@ fn identity_of(path: &Path, symbol: &str, convention: Convention, int_kind: IntK
         })
         .unwrap_or_default();
     format!(
-        "library {} (size {size}, modified {modified} ns after the epoch), symbol {symbol}, {convention:?} convention, INTEGER {int_kind:?}",
+        "library {} (size {size}, modified {modified} ns after the epoch), symbol {symbol}, {convention:?} convention, INTEGER {int_kind:?}, {real:?} REAL",
         canonical.display()
     )
 }
@@ -190,6 +199,7 @@ impl LoadedBlackBox {
         n: usize,
         m: usize,
         int_kind: IntKind,
+        real: Precision,
     ) -> Result<Self> {
         if n == 0 || m == 0 {
             return Err(Error::invalid(format!(
@@ -253,12 +263,13 @@ impl LoadedBlackBox {
                 names.join(", ")
             ))
         })?;
-        let identity = identity_of(path, &resolved, convention, int_kind);
+        let identity = identity_of(path, &resolved, convention, int_kind, real);
         Ok(LoadedBlackBox {
             identity,
             function,
             convention,
             int_kind,
+            real,
             n,
             m,
             symbol: resolved,
@@ -289,8 +300,14 @@ impl BlackBox for LoadedBlackBox {
     fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
         self.call(x, y)
     }
+    fn eval_checked(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), Failure> {
+        self.call_checked(x, y)
+    }
     fn identity(&self) -> Option<String> {
         Some(self.identity.clone())
+    }
+    fn precision(&self) -> Precision {
+        self.real
     }
 }
 
@@ -310,11 +327,17 @@ impl BlackBox for SharedLoaded<'_> {
     fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
         self.0.call(x, y)
     }
+    fn eval_checked(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), Failure> {
+        self.0.call_checked(x, y)
+    }
     fn shared(&self) -> Option<&dyn SyncBlackBox> {
         Some(self)
     }
     fn identity(&self) -> Option<String> {
         BlackBox::identity(self.0)
+    }
+    fn precision(&self) -> Precision {
+        self.0.precision()
     }
 }
 
@@ -323,7 +346,40 @@ impl LoadedBlackBox {
     /// handle can be shared (whether the function may run on several threads at once is the
     /// caller's to know). A nonzero code (or a negative MINPACK iflag) is a failure.
     pub fn call(&self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
-        let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
+        self.call_checked(x, y).map_err(|failure| match failure {
+            Failure::Returned(code) => code,
+            _ => -1,
+        })
+    }
+
+    /// As [`LoadedBlackBox::call`], with a breach of the contract that a REAL*4 routine's
+    /// `float` buffers show (a write past `y[m-1]`, a changed input) reported as such.
+    pub fn call_checked(&self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), Failure> {
+        match self.real {
+            Precision::Double => self
+                .call_raw(x.as_ptr(), y.as_mut_ptr())
+                .map_err(Failure::Returned),
+            Precision::Single => {
+                // REAL*4: converted, and its contract checked, in float buffers made per call
+                // (a handle is shared between threads); see crate::driver::single.
+                let raw = |x: &[f32], y: &mut [f32]| {
+                    self.call_raw(x.as_ptr().cast::<f64>(), y.as_mut_ptr().cast::<f64>())
+                };
+                let mut single =
+                    Single::new(raw, self.n, self.m).map_err(|e| Failure::NotRun(e.message))?;
+                single.eval_checked(x, y)
+            }
+        }
+    }
+
+    /// The precision of the routine's REAL arguments.
+    pub fn precision(&self) -> Precision {
+        self.real
+    }
+
+    /// Calls the routine with argument pointers of its own REAL kind (`xp` and `yp` point to n
+    /// and m values of that kind, cast).
+    fn call_raw(&self, xp: *const f64, yp: *mut f64) -> std::result::Result<(), i32> {
         let f = self.function;
         // SAFETY (all arms): the symbol has the signature of `convention` (the caller's promise,
         // see the module docs); x and y hold n and m values.
@@ -416,7 +472,8 @@ mod tests {
             Convention::C,
             2,
             2,
-            IntKind::I4
+            IntKind::I4,
+            Precision::Double
         ))
         .contains("not found"));
         assert!(e(LoadedBlackBox::open(
@@ -425,7 +482,8 @@ mod tests {
             Convention::C,
             0,
             2,
-            IntKind::I4
+            IntKind::I4,
+            Precision::Double
         ))
         .contains("missing"));
         assert!(e(LoadedBlackBox::open(
@@ -434,7 +492,8 @@ mod tests {
             Convention::MinpackHybrd,
             2,
             3,
-            IntKind::I4
+            IntKind::I4,
+            Precision::Double
         ))
         .contains("square"));
         let not_lib = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
@@ -444,7 +503,8 @@ mod tests {
             Convention::C,
             2,
             2,
-            IntKind::I4
+            IntKind::I4,
+            Precision::Double
         ))
         .contains("not a loadable"));
         // libm is a real library without this symbol: every name tried is listed.
@@ -457,6 +517,7 @@ mod tests {
                 2,
                 2,
                 IntKind::I4,
+                Precision::Double,
             ));
             assert!(
                 msg.contains("no_such_fn_")

@@ -71,7 +71,7 @@ impl Probe {
     }
 
     /// The value written into input `cols[k]`.
-    fn tag(&self, k: usize) -> f64 {
+    pub(crate) fn tag(&self, k: usize) -> f64 {
         if self.global_ids {
             codec::encode(self.cols[k] + 1)
         } else if k < codec::MAX_ID as usize {

@@ -202,6 +202,7 @@ fn a_journal_of_another_library_is_refused() {
 #[test]
 fn libraries_bind_at_open_and_bare_names_mean_one_thing() {
     use nanprop::loader::{Convention, IntKind, LoadedBlackBox};
+    use nanprop::Precision;
     let dir = scratch("binding");
     std::fs::create_dir_all(&dir).unwrap();
     // A library that needs a function nobody provides: refused when opened, naming it, instead
@@ -228,9 +229,17 @@ fn libraries_bind_at_open_and_bare_names_mean_one_thing() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let e = LoadedBlackBox::open(&lib, "ring", Convention::Blackbox, 1, 1, IntKind::I4)
-        .err()
-        .expect("refused at open");
+    let e = LoadedBlackBox::open(
+        &lib,
+        "ring",
+        Convention::Blackbox,
+        1,
+        1,
+        IntKind::I4,
+        Precision::Double,
+    )
+    .err()
+    .expect("refused at open");
     assert!(e.message.contains("nanprop_test_missing"), "{}", e.message);
     // A bare name not in the current directory is the system's library.
     let libm = LoadedBlackBox::open(
@@ -240,6 +249,7 @@ fn libraries_bind_at_open_and_bare_names_mean_one_thing() {
         1,
         1,
         IntKind::I4,
+        Precision::Double,
     );
     assert!(libm.is_ok(), "{:?}", libm.err());
     let e = LoadedBlackBox::open(
@@ -249,6 +259,7 @@ fn libraries_bind_at_open_and_bare_names_mean_one_thing() {
         1,
         1,
         IntKind::I4,
+        Precision::Double,
     )
     .err()
     .unwrap();

@@ -46,6 +46,23 @@ pub fn trace(
     trace_with_progress(f, m, x0, options, &mut |_| {})
 }
 
+/// Traces a single-precision function (`float` arguments: a REAL*4 code) at `x0`: [`trace`]
+/// through [`super::single::Single`], which converts at the call (tags survive, see its module
+/// docs). Errors: as [`trace`]; threads are refused (a single-precision black box is not
+/// declared thread-safe; use processes).
+pub fn trace_f32<F: super::BlackBox32>(
+    f: F,
+    m: usize,
+    x0: &[f32],
+    options: &TraceOptions,
+) -> Result<Pattern> {
+    let mut x = Vec::new();
+    crate::error::reserve(&mut x, x0.len(), "x0")?;
+    x.extend(x0.iter().map(|&v| super::single::widen(v)));
+    let mut g = super::single::Single::new(f, x0.len(), m)?;
+    trace(&mut g, m, &x, options)
+}
+
 /// As [`trace`], calling `progress` after every evaluation.
 pub fn trace_with_progress(
     f: &mut dyn BlackBox,
@@ -89,6 +106,17 @@ pub fn trace_flat(
 ) -> Result<Pattern> {
     let _fp = FpGuard::enter();
     options.validate()?;
+    // The check sizes its steps for the black box's own precision.
+    let precise;
+    let options = if f.precision() == options.precision {
+        options
+    } else {
+        precise = TraceOptions {
+            precision: f.precision(),
+            ..options.clone()
+        };
+        &precise
+    };
     let identity = f.identity();
     let mut journal = open(options, n, m, identity.as_deref())?;
     with_executor(f, n, m, options, &mut |executor| {

@@ -94,7 +94,7 @@ impl Guarded {
         }
         self.sent.copy_from_slice(&self.x);
         let mut sent = std::mem::take(&mut self.sent);
-        let r = self.call_with(&sent, |x, y| f.eval(x, y));
+        let r = self.call_with(&sent, |x, y| f.eval_checked(x, y));
         std::mem::swap(&mut self.sent, &mut sent);
         r
     }
@@ -107,7 +107,7 @@ impl Guarded {
         input: &[f64],
     ) -> std::result::Result<(), Failure> {
         self.x.copy_from_slice(input);
-        self.call_with(input, |x, y| f.eval(x, y))
+        self.call_with(input, |x, y| f.eval_checked(x, y))
     }
 
     /// As [`Guarded::call_on`], for a black box shared between threads.
@@ -117,13 +117,13 @@ impl Guarded {
         input: &[f64],
     ) -> std::result::Result<(), Failure> {
         self.x.copy_from_slice(input);
-        self.call_with(input, |x, y| f.eval(x, y))
+        self.call_with(input, |x, y| f.eval(x, y).map_err(Failure::Returned))
     }
 
     fn call_with(
         &mut self,
         sent: &[f64],
-        call: impl FnOnce(&[f64], &mut [f64]) -> std::result::Result<(), i32>,
+        call: impl FnOnce(&[f64], &mut [f64]) -> std::result::Result<(), Failure>,
     ) -> std::result::Result<(), Failure> {
         let m = self.m;
         arm(&mut self.y);
@@ -138,9 +138,7 @@ impl Guarded {
         if breach.is_some() {
             self.x.copy_from_slice(sent);
         }
-        if let Err(code) = status {
-            return Err(Failure::Returned(code));
-        }
+        status?;
         if let Some(j) = breach {
             return Err(Failure::ChangedInput(j));
         }

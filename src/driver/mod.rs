@@ -26,6 +26,7 @@ pub mod guard;
 pub mod processes;
 pub mod run;
 pub mod serial;
+pub mod single;
 pub mod threads;
 pub mod worker;
 
@@ -33,11 +34,20 @@ use crate::error::Result;
 use crate::trace::journal::RequestKey;
 
 pub use crate::trace::failure::Failure;
+pub use single::{BlackBox32, Precision, Single};
 
 /// A function y = f(x) with n inputs and m outputs.
 pub trait BlackBox {
     /// Evaluates f at `x` (n values) into `y` (m values). A nonzero code means failure.
     fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32>;
+
+    /// As [`BlackBox::eval`], for black boxes that check a contract of their own (a
+    /// [`single::Single`] wrapper checks the `float` function's buffers) and report a breach as
+    /// the [`Failure`] it is. The executors call this one. Default: `eval`, a nonzero code as
+    /// [`Failure::Returned`].
+    fn eval_checked(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), Failure> {
+        self.eval(x, y).map_err(Failure::Returned)
+    }
 
     /// The same function as one that may be called from several threads at once, when it is
     /// (declared so: [`ThreadSafe`], or a C black box whose caller asked for threads). None
@@ -51,6 +61,13 @@ pub trait BlackBox {
     /// relies on [`crate::TraceOptions::function_id`].
     fn identity(&self) -> Option<String> {
         None
+    }
+
+    /// The format of f's own arguments: [`Precision::Single`] for a `float` function wrapped
+    /// by [`single::Single`] or a REAL*4 loaded routine (Jacobian steps are then sized and
+    /// rounded for `float`). Default: double.
+    fn precision(&self) -> Precision {
+        Precision::Double
     }
 }
 
@@ -163,4 +180,4 @@ pub struct Progress {
     pub points: usize,
 }
 
-pub use entry::{trace, trace_points, trace_with_executor, trace_with_progress};
+pub use entry::{trace, trace_f32, trace_points, trace_with_executor, trace_with_progress};

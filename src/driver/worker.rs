@@ -178,11 +178,24 @@ impl Worker {
             let header = self.shared.header();
             let (sx, sy) = self.shared.xy_mut();
             crate::fpenv::mask_traps();
-            let result =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.eval(sx, &mut sy[..m])));
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                f.eval_checked(sx, &mut sy[..m])
+            }));
             let (done, status) = match result {
                 Ok(Ok(())) => (1, 0),
-                Ok(Err(code)) => (1, code),
+                Ok(Err(Failure::Returned(code))) => (1, code),
+                // A breach a wrapper found in its own buffers: leave the evidence the host's
+                // guard looks for in the shared buffers (a write into the guard zone, a changed
+                // input), so that it reports the same failure.
+                Ok(Err(Failure::WrotePast { .. })) => {
+                    sy[m] = 0.0;
+                    (1, 0)
+                }
+                Ok(Err(Failure::ChangedInput(j))) => {
+                    sx[j] = f64::from_bits(sx[j].to_bits() ^ 1);
+                    (1, 0)
+                }
+                Ok(Err(_)) => (1, -1),
                 Err(_) => (2, 0),
             };
             // SAFETY: the header lies in the mapping; then leave without running destructors.

@@ -12,6 +12,7 @@ use super::jacobian::{jacobian_of, nanprop_jacobian_options};
 use super::options::{nanprop_options, read_options};
 use super::pattern::{nanprop_pattern, pattern_ref};
 use super::status::nanprop_status;
+use crate::driver::Precision;
 use crate::error::{Error, Result};
 use crate::loader::{Convention, IntKind, LoadedBlackBox, SharedLoaded};
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -31,6 +32,12 @@ pub const NANPROP_CONVENTION_MINPACK_LMDIF: u32 = 4;
 /// Loaded function convention: Fortran `subroutine f(n, x, y)` with m = n, the common residual
 /// form `resid(n, x, f)`.
 pub const NANPROP_CONVENTION_FORTRAN_SQUARE: u32 = 5;
+/// Added (OR) to a convention: the routine's REAL arguments are single precision (REAL*4,
+/// `float`), e.g. `NANPROP_CONVENTION_FORTRAN | NANPROP_CONVENTION_REAL4`; with
+/// NANPROP_CONVENTION_BLACKBOX the routine has the `nanprop_blackbox_f32` signature. nanprop
+/// converts at the call (tags survive, `shared/NAN_FACTS.md`) and sizes Jacobian steps for
+/// `float`.
+pub const NANPROP_CONVENTION_REAL4: u32 = 0x100;
 
 /// A black box loaded from a shared library (loader mode). Opaque; close it with
 /// `nanprop_loaded_close`. The library stays loaded while the handle lives. A handle may be
@@ -50,7 +57,8 @@ unsafe fn loaded_ref<'a>(b: *const nanprop_loaded) -> Result<&'a nanprop_loaded>
 /// `convention` (a NANPROP_CONVENTION_* value) as f: R^n -> R^m. Fortran names are tried as
 /// given, lowercase with `_`, lowercase with `__` (names holding `_`), and uppercase.
 /// `integer_bytes` is the size of the Fortran default INTEGER: 4 (also for 0) or 8
-/// (-fdefault-integer-8). `*out` is NULL on failure.
+/// (-fdefault-integer-8). `convention | NANPROP_CONVENTION_REAL4` loads a REAL*4 routine.
+/// `*out` is NULL on failure.
 ///
 /// Errors: NANPROP_ERR_INVALID_ARGUMENT: NULL path, symbol or out; n or m zero (sizes
 /// missing); an unknown convention; the file not found; not a shared library (the loader's
@@ -72,7 +80,11 @@ pub unsafe extern "C" fn nanprop_loaded_open(
             unsafe { super::abi::path(path) }.ok_or_else(|| Error::invalid("path is NULL"))?;
         let symbol = unsafe { super::abi::text(symbol, "symbol")? }
             .ok_or_else(|| Error::invalid("symbol is NULL"))?;
-        let convention = match convention {
+        let real = match convention & NANPROP_CONVENTION_REAL4 {
+            0 => Precision::Double,
+            _ => Precision::Single,
+        };
+        let convention = match convention & !NANPROP_CONVENTION_REAL4 {
             NANPROP_CONVENTION_C => Convention::C,
             NANPROP_CONVENTION_BLACKBOX => Convention::Blackbox,
             NANPROP_CONVENTION_FORTRAN => Convention::Fortran,
@@ -94,7 +106,7 @@ pub unsafe extern "C" fn nanprop_loaded_open(
                 )))
             }
         };
-        let inner = LoadedBlackBox::open(&path, &symbol, convention, n, m, int_kind)?;
+        let inner = LoadedBlackBox::open(&path, &symbol, convention, n, m, int_kind, real)?;
         // A symbol name from dlsym has no interior NUL.
         let symbol = CString::new(inner.symbol()).unwrap_or_default();
         give(out, nanprop_loaded { inner, symbol });

@@ -191,6 +191,8 @@ pub(crate) unsafe fn read_options(options: *const nanprop_options) -> Result<Tra
         journal: unsafe { abi::path(o.journal) },
         // SAFETY: as above.
         function_id: unsafe { abi::text(o.function_id, "options.function_id")? },
+        // Set from the black box by the entry points (nanprop_trace_f32: single).
+        precision: defaults.precision,
     })
 }
 

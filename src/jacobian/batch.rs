@@ -3,6 +3,7 @@
 
 use super::plan::JacobianPlan;
 use super::{Difference, Layout};
+use crate::driver::Precision;
 use crate::error::{Error, ErrorKind, Result};
 
 impl JacobianPlan {
@@ -18,7 +19,7 @@ impl JacobianPlan {
     /// x + h on group g. Central: point 2g is x + h, 2g + 1 is x - h on group g.
     /// Errors: `k` out of range, wrong lengths, a vanishing step.
     pub fn point(&mut self, x: &[f64], with_fx: bool, k: usize, xk: &mut [f64]) -> Result<()> {
-        self.prepare_steps(x)?;
+        self.prepare_steps(x, Precision::Double)?;
         if xk.len() != self.n || k >= self.num_points(with_fx) {
             return Err(Error::invalid(format!(
                 "point {k} of {} (or xk not n values)",
@@ -55,7 +56,7 @@ impl JacobianPlan {
         values: &mut [f64],
     ) -> Result<()> {
         let _fp = crate::fpenv::FpGuard::enter();
-        self.prepare_steps(x)?;
+        self.prepare_steps(x, Precision::Double)?;
         let (m, with_fx) = (self.m, fx.is_some());
         let points = self.num_points(with_fx);
         if ys.len() != points * m || values.len() != self.values_len {
@@ -120,7 +121,9 @@ impl JacobianPlan {
     }
 
     /// Computes the steps actually taken at `x` (and checks x).
-    pub(super) fn prepare_steps(&mut self, x: &[f64]) -> Result<()> {
+    /// `precision`: the black box's; a single-precision one gets `float`-sized steps, and the
+    /// step taken is the one `float` arithmetic makes.
+    pub(super) fn prepare_steps(&mut self, x: &[f64], precision: Precision) -> Result<()> {
         if x.len() != self.n {
             return Err(Error::invalid(format!(
                 "x has {} entries, expected n = {}",
@@ -132,9 +135,11 @@ impl JacobianPlan {
             return Err(Error::invalid(format!("x[{j}] = {} is not finite", x[j])));
         }
         for (j, &xj) in x.iter().enumerate() {
-            let h = self.nominal_step(j, xj);
-            self.step_plus[j] = (xj + h) - xj;
-            self.step_minus[j] = xj - (xj - h);
+            let h = self.nominal_step(j, xj, precision);
+            // Both ends as the black box will see them (exact differences in double).
+            let (r, xr) = (|v: f64| precision.round(v), precision.round(xj));
+            self.step_plus[j] = r(xj + h) - xr;
+            self.step_minus[j] = xr - r(xj - h);
             if self.step_plus[j] == 0.0 || self.step_minus[j] == 0.0 {
                 return Err(Error::invalid(format!(
                     "the step {h} for column {j} vanishes at x[{j}] = {xj} (too small to change it)"

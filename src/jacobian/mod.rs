@@ -18,6 +18,13 @@
 //! given. Either may be one number or one per column. The step taken is the one the arithmetic
 //! really makes, `(x_j + h_j) - x_j`; a step that vanishes is an error.
 //!
+//! eps is the black box's own ([`crate::BlackBox::precision`]): for a single-precision one
+//! (a `float` function, a REAL*4 routine) `eps_f32 = 2^-23`, so the default steps are about
+//! 3.5e-4 (forward) and 4.9e-3 (central) relative, and the step taken is
+//! `float(x_j + h_j) - float(x_j)`, what the function really sees. Expect relative errors
+//! near `sqrt(eps_f32)` ~ 3e-4 (forward) and `eps_f32^(2/3)` ~ 2e-5 (central) times the
+//! function's curvature scale, against 1e-8 and 1e-11 in double precision.
+//!
 //! # Checks
 //!
 //! Rows with entries must be finite at x (else [`crate::ErrorKind::BaselineNotFinite`]); an

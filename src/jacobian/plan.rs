@@ -4,7 +4,7 @@
 use super::{Difference, JacobianOptions, Layout, Step};
 use crate::coloring::{self, Coloring};
 use crate::driver::guard::Guarded;
-use crate::driver::BlackBox;
+use crate::driver::{BlackBox, Precision};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pattern::Pattern;
 
@@ -137,13 +137,13 @@ impl JacobianPlan {
     }
 
     /// The nominal step of column `j` at `x_j` (before rounding to what the arithmetic makes).
-    pub(super) fn nominal_step(&self, j: usize, xj: f64) -> f64 {
+    pub(super) fn nominal_step(&self, j: usize, xj: f64, precision: Precision) -> f64 {
         let sign = if xj < 0.0 { -1.0 } else { 1.0 };
         let scale = xj.abs().max(1.0) * sign;
         match &self.options.step {
             Step::Default => match self.options.difference {
-                Difference::Forward => f64::EPSILON.sqrt() * scale,
-                Difference::Central => f64::EPSILON.cbrt() * scale,
+                Difference::Forward => precision.epsilon().sqrt() * scale,
+                Difference::Central => precision.epsilon().cbrt() * scale,
             },
             Step::Relative(r) => r * scale,
             Step::Absolute(h) => *h,
@@ -165,6 +165,42 @@ impl JacobianPlan {
             )),
             None => Ok(()),
         }
+    }
+
+    /// The Jacobian of a single-precision function (`float` arguments) at `x`, into `values`
+    /// as `float`s: [`JacobianPlan::evaluate`] through [`crate::driver::Single`], with steps
+    /// sized and taken in `float` (module docs). Allocates the conversions (O(n + m + nnz)).
+    pub fn evaluate_f32<F: crate::driver::BlackBox32>(
+        &mut self,
+        f: F,
+        x: &[f32],
+        fx: Option<&[f32]>,
+        values: &mut [f32],
+    ) -> Result<usize> {
+        if values.len() != self.values_len {
+            return Err(Error::invalid(format!(
+                "values has {} entries, expected {}",
+                values.len(),
+                self.values_len
+            )));
+        }
+        let widen = |v: &[f32], what: &str| -> Result<Vec<f64>> {
+            let mut out = Vec::new();
+            crate::error::reserve(&mut out, v.len(), what)?;
+            out.extend(v.iter().map(|&a| crate::driver::single::widen(a)));
+            Ok(out)
+        };
+        let x64 = widen(x, "x")?;
+        let fx64 = fx.map(|fx| widen(fx, "fx")).transpose()?;
+        let mut v64 = Vec::new();
+        crate::error::reserve(&mut v64, self.values_len, "values")?;
+        v64.resize(self.values_len, 0.0);
+        let mut g = crate::driver::Single::new(f, self.n, self.m)?;
+        let made = self.evaluate(&mut g, &x64, fx64.as_deref(), &mut v64)?;
+        for (o, v) in values.iter_mut().zip(&v64) {
+            *o = *v as f32;
+        }
+        Ok(made)
     }
 
     /// The Jacobian at `x` into `values` ([`JacobianPlan::values_len`] of them, in the plan's
@@ -198,7 +234,7 @@ impl JacobianPlan {
                 )));
             }
         }
-        self.prepare_steps(x)?;
+        self.prepare_steps(x, f.precision())?;
         self.evaluator.input_mut().copy_from_slice(x);
         let mut evaluations = 0;
         let forward = self.options.difference == Difference::Forward;

@@ -31,14 +31,19 @@
 //! strongly along a traced input).
 
 use crate::coloring::{self, ColoringOptions, Order};
+use crate::driver::Precision;
 use crate::error::{reserve, Result};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
 use crate::probe::Probe;
 use bitvec::prelude::*;
 use std::collections::HashMap;
 
-/// Relative size of the check's steps.
+/// Relative size of the check's steps (double precision).
 pub const CHECK_STEP: f64 = 1e-7;
+/// Relative size of the check's steps for a single-precision black box: about 2500 `float`
+/// ulps, so that rounding leaves the slopes a few percent to compare (the rounding floor of the
+/// slope test scales with the black box's epsilon), while the curvature term stays near 1e-4.
+pub const CHECK_STEP_SINGLE: f64 = 3e-4;
 /// How far apart the two slopes of a row along its traced input may be (relative).
 pub const SLOPE_TOLERANCE: f64 = 1e-3;
 
@@ -74,6 +79,8 @@ pub(crate) struct Check {
     done: BitVec,
     /// Rows that failed.
     pub(crate) alarms: BitVec,
+    /// The black box's machine epsilon (the slope test's rounding floor).
+    epsilon: f64,
 }
 
 impl Check {
@@ -141,6 +148,7 @@ impl Check {
             active: k,
             done: bitvec![0; k],
             alarms: bitvec![0; m],
+            epsilon: f64::EPSILON,
         })
     }
 
@@ -213,11 +221,23 @@ impl Check {
         Ok(united)
     }
 
-    /// The value of input `j` (at `x`) in request `id`; `r` in [0.5, 1.5).
-    pub(crate) fn value(x: f64, id: usize, r: f64) -> f64 {
+    /// The check of a black box of `precision` (its steps are sized by [`Check::value`]; this
+    /// sets the rounding floor of the slope test).
+    pub(crate) fn for_precision(mut self, precision: Precision) -> Self {
+        self.epsilon = precision.epsilon();
+        self
+    }
+
+    /// The value of input `j` (at `x`) in request `id`; `r` in [0.5, 1.5); sized for the black
+    /// box's `precision`.
+    pub(crate) fn value(x: f64, id: usize, r: f64, precision: Precision) -> f64 {
         let sign = if x < 0.0 { -1.0 } else { 1.0 };
         let direction = if id.is_multiple_of(2) { 1.0 } else { -1.0 };
-        x + CHECK_STEP * x.abs().max(1.0) * sign * direction * r
+        let step = match precision {
+            Precision::Double => CHECK_STEP,
+            Precision::Single => CHECK_STEP_SINGLE,
+        };
+        x + step * x.abs().max(1.0) * sign * direction * r
     }
 
     /// The outputs of request `id`. `changed(b, v)` says whether an output moved (bit for bit
@@ -232,6 +252,7 @@ impl Check {
         step: impl Fn(usize, usize) -> f64,
         slack: f64,
     ) {
+        let epsilon = self.epsilon;
         let class = id / 2;
         let Some(other) = self.first.remove(&class) else {
             self.first.insert(class, y.to_vec());
@@ -275,8 +296,7 @@ impl Check {
                         let (g_up, g_down) = ((up[i] - b) / dx_up, (down[i] - b) / dx_down);
                         let size = b.abs().max(up[i].abs()).max(down[i].abs());
                         let dx = dx_up.abs().min(dx_down.abs());
-                        let floor =
-                            (64.0 * f64::EPSILON * size + 2.0 * slack * b.abs().max(1.0)) / dx;
+                        let floor = (64.0 * epsilon * size + 2.0 * slack * b.abs().max(1.0)) / dx;
                         (g_up - g_down).abs()
                             > SLOPE_TOLERANCE * g_up.abs().max(g_down.abs()) + floor
                     }

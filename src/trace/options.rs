@@ -4,6 +4,7 @@
 //! trace; the C ABI's `nanprop_options` and the command line's flags convert into it field by
 //! field.
 
+use crate::driver::Precision;
 use crate::error::{Error, Result};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -91,6 +92,10 @@ pub struct TraceOptions {
     /// closure): a journal written for another id is refused. A loaded library is identified
     /// by itself (path, size, modification time, symbol) whatever this says.
     pub function_id: Option<String>,
+    /// The black box's floating-point format; it sizes the check's steps and its rounding
+    /// floor. [`crate::trace()`] sets it from [`crate::BlackBox::precision`]; set it yourself
+    /// for a batch session ([`crate::TraceSession`]) whose evaluations run in single precision.
+    pub precision: Precision,
 }
 
 impl Default for TraceOptions {
@@ -112,6 +117,7 @@ impl Default for TraceOptions {
             timeout: None,
             journal: None,
             function_id: None,
+            precision: Precision::Double,
         }
     }
 }

@@ -433,7 +433,7 @@ impl TraceSession {
                     self.baseline_rows.clone().expect("baseline told"),
                 )?;
                 let pattern = planner.finish(builder)?;
-                let mut check = Check::new(pattern)?;
+                let mut check = Check::new(pattern)?.for_precision(self.options.precision);
                 if !check.claims_any(&self.baseline) {
                     // Every traced row depends on every input: no zero to check.
                     self.stage = Stage::Checked(Box::new(check.pattern));
@@ -529,7 +529,7 @@ impl TraceSession {
         };
         let r = self.magnitude(id, j);
         if matches!(self.stage, Stage::Checking(_)) {
-            return Check::value(x, id, r);
+            return Check::value(x, id, r, self.options.precision);
         }
         x + self.options.verify_step * x.abs().max(1.0) * sign * direction * scale * r
     }
@@ -728,7 +728,12 @@ impl TraceSession {
             y,
             &self.baseline,
             |b, v| self.changed(b, v),
-            |id, j| Check::value(self.x0[j], id, self.magnitude(id, j)) - self.x0[j],
+            |id, j| {
+                // The step the black box sees: both ends in its own precision.
+                let p = self.options.precision;
+                let moved = Check::value(self.x0[j], id, self.magnitude(id, j), p);
+                p.round(moved) - p.round(self.x0[j])
+            },
             slack,
         );
         self.stage = Stage::Checking(check);

@@ -1,6 +1,7 @@
 //! What the subcommands share: the function to load, its sizes and point, the strategy.
 
 use clap::{Args, ValueEnum};
+use nanprop::driver::Precision;
 use nanprop::loader::{Convention, IntKind, LoadedBlackBox};
 use nanprop::Strategy;
 use std::path::{Path, PathBuf};
@@ -56,6 +57,10 @@ pub(crate) struct Load {
     /// The Fortran code uses 8-byte INTEGER (-fdefault-integer-8).
     #[arg(long)]
     pub(crate) integer8: bool,
+    /// Bytes of the routine's REAL arguments: 8 (double precision, the default) or 4 (REAL*4,
+    /// float; Jacobian steps are then sized for float).
+    #[arg(long, value_name = "BYTES", default_value_t = 8, value_parser = real_bytes)]
+    pub(crate) real: u8,
     /// The point: a comma-separated list of n numbers, one number for every input (default 1;
     /// negative numbers allowed: --x0 -1), or a file: text with n numbers (commas or blanks;
     /// comments from '#' or '!' to the end of a line; Fortran exponents 1.5D0), or, named
@@ -140,8 +145,21 @@ pub(crate) fn open(load: &Load) -> Result<(LoadedBlackBox, Vec<f64>), String> {
     } else {
         IntKind::I4
     };
-    let f = LoadedBlackBox::open(lib, symbol, convention, load.n, load.m, kind)
+    let real = match load.real {
+        4 => Precision::Single,
+        _ => Precision::Double,
+    };
+    let f = LoadedBlackBox::open(lib, symbol, convention, load.n, load.m, kind, real)
         .map_err(|e| e.to_string())?;
     let x0 = parse_x0(&load.x0, load.n)?;
     Ok((f, x0))
+}
+
+/// `--real`: 4 or 8.
+fn real_bytes(s: &str) -> Result<u8, String> {
+    match s {
+        "4" => Ok(4),
+        "8" => Ok(8),
+        _ => Err(format!("{s:?}: REAL arguments are 4 or 8 bytes")),
+    }
 }

@@ -32,6 +32,14 @@ impl BlackBox for Counted<'_> {
         self.bar.inc(1);
         r
     }
+    fn eval_checked(&mut self, x: &[f64], y: &mut [f64]) -> Result<(), nanprop::driver::Failure> {
+        let r = self.f.eval_checked(x, y);
+        self.bar.inc(1);
+        r
+    }
+    fn precision(&self) -> nanprop::Precision {
+        self.f.precision()
+    }
 }
 
 /// Whether `path` means standard output (`-`).
