@@ -31,6 +31,8 @@ module nanprop
   integer(c_int32_t), parameter :: NANPROP_CONVENTION_MINPACK_HYBRD = 3
   integer(c_int32_t), parameter :: NANPROP_CONVENTION_MINPACK_LMDIF = 4
   integer(c_int32_t), parameter :: NANPROP_CONVENTION_FORTRAN_SQUARE = 5
+  ! Added to a convention for a REAL*4 routine: NANPROP_CONVENTION_FORTRAN + NANPROP_CONVENTION_REAL4
+  integer(c_int32_t), parameter :: NANPROP_CONVENTION_REAL4 = 256
 
   type, bind(C) :: nanprop_options
     integer(c_size_t) :: struct_size
@@ -82,6 +84,16 @@ module nanprop
       real(c_double), intent(out) :: y(m)
       integer(c_int) :: status
     end function nanprop_blackbox
+
+    ! The black box in single precision (REAL*4): for nanprop_trace_f32, nanprop_jacobian_f32.
+    function nanprop_blackbox_f32(user_data, n, x, m, y) bind(C) result(status)
+      import :: c_ptr, c_size_t, c_float, c_int
+      type(c_ptr), value :: user_data
+      integer(c_size_t), value :: n, m
+      real(c_float), intent(in) :: x(n)
+      real(c_float), intent(out) :: y(m)
+      integer(c_int) :: status
+    end function nanprop_blackbox_f32
   end interface
 
   interface
@@ -106,6 +118,18 @@ module nanprop
       type(c_ptr), value :: user_data
       integer(c_size_t), value :: n, m
       real(c_double), intent(in) :: x0(*)
+      type(nanprop_options), intent(in) :: options
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function
+
+    function nanprop_trace_f32(f, user_data, n, m, x0, options, out) bind(C, name="nanprop_trace_f32") &
+        result(status)
+      import :: c_funptr, c_ptr, c_size_t, c_float, c_int, nanprop_options
+      type(c_funptr), value :: f
+      type(c_ptr), value :: user_data
+      integer(c_size_t), value :: n, m
+      real(c_float), intent(in) :: x0(*)
       type(nanprop_options), intent(in) :: options
       type(c_ptr), intent(out) :: out
       integer(c_int) :: status
@@ -180,6 +204,20 @@ module nanprop
       type(c_ptr), value :: p
       type(nanprop_jacobian_options), intent(in) :: options
       real(c_double), intent(out) :: values(*)
+      integer(c_size_t), intent(out) :: evaluations
+      integer(c_int) :: status
+    end function
+
+    function nanprop_jacobian_f32(f, user_data, n, m, x0, p, options, values, evaluations) &
+        bind(C, name="nanprop_jacobian_f32") result(status)
+      import :: c_funptr, c_ptr, c_size_t, c_float, c_int, nanprop_jacobian_options
+      type(c_funptr), value :: f
+      type(c_ptr), value :: user_data
+      integer(c_size_t), value :: n, m
+      real(c_float), intent(in) :: x0(*)
+      type(c_ptr), value :: p
+      type(nanprop_jacobian_options), intent(in) :: options
+      real(c_float), intent(out) :: values(*)
       integer(c_size_t), intent(out) :: evaluations
       integer(c_int) :: status
     end function

@@ -262,6 +262,13 @@ typedef struct {
 typedef int (*nanprop_blackbox)(void *user_data, size_t n, const double *x, size_t m, double *y);
 
 /**
+ * The black box in single precision (a REAL*4 or `float` code): as `nanprop_blackbox`, with
+ * `float` arguments. Traced by `nanprop_trace_f32` (tags survive the conversions, see the
+ * README), differentiated with `float`-sized steps by `nanprop_jacobian_f32`.
+ */
+typedef int (*nanprop_blackbox_f32)(void *user_data, size_t n, const float *x, size_t m, float *y);
+
+/**
  * Fills `options` with the defaults and sets its `struct_size` and `version`. NULL is a no-op.
  */
 void nanprop_options_init(nanprop_options *options);
@@ -285,6 +292,22 @@ nanprop_status nanprop_trace(nanprop_blackbox f,
                              const double *x0,
                              const nanprop_options *options,
                              nanprop_pattern **out);
+
+/**
+ * Traces a single-precision black box (REAL*4, `float` arguments) at x0 (n floats): as
+ * `nanprop_trace`. Input ids travel in the 22 payload bits a `float` NaN has (the same id
+ * space as in double precision: inputs beyond 4,194,303 are numbered within each probe).
+ * `threads` is refused (use `processes` or `isolate`).
+ *
+ * Errors: as `nanprop_trace`.
+ */
+nanprop_status nanprop_trace_f32(nanprop_blackbox_f32 f,
+                                 void *user_data,
+                                 size_t n,
+                                 size_t m,
+                                 const float *x0,
+                                 const nanprop_options *options,
+                                 nanprop_pattern **out);
 
 /**
  * Traces f at each of `num_points` points (`points`: num_points x n values, point k at
@@ -638,6 +661,25 @@ nanprop_status nanprop_jacobian(nanprop_blackbox f,
                                 size_t *evaluations);
 
 /**
+ * One sparse Jacobian of a single-precision black box at x0 (n floats) into `values`
+ * (floats, as `nanprop_jacobian` lays them out), with steps sized for `float` (sqrt(eps_f32)
+ * forward, cbrt(eps_f32) central, relative) and divided by the step `float` arithmetic really
+ * takes. Relative errors are then near 3e-4 (forward) and 2e-5 (central) times the function's
+ * curvature scale.
+ *
+ * Errors: as `nanprop_jacobian`.
+ */
+nanprop_status nanprop_jacobian_f32(nanprop_blackbox_f32 f,
+                                    void *user_data,
+                                    size_t n,
+                                    size_t m,
+                                    const float *x0,
+                                    const nanprop_pattern *p,
+                                    const nanprop_jacobian_options *options,
+                                    float *values,
+                                    size_t *evaluations);
+
+/**
  * Makes a reusable Jacobian plan for pattern `p` (PETSc's MatFDColoring shape): the columns
  * are colored once here; `nanprop_jacobian_plan_evaluate` then computes Jacobians at any
  * number of points without allocating. The plan keeps its own copy of what it needs from `p`
@@ -687,6 +729,21 @@ nanprop_status nanprop_jacobian_plan_evaluate(nanprop_jacobian_plan *plan,
                                               const double *fx,
                                               double *values,
                                               size_t *evaluations);
+
+/**
+ * `nanprop_jacobian_plan_evaluate` for a single-precision black box: x, fx and values are
+ * floats; steps are sized and taken in `float` (see `nanprop_jacobian_f32`). Allocates the
+ * conversions.
+ *
+ * Errors: as `nanprop_jacobian_plan_evaluate`.
+ */
+nanprop_status nanprop_jacobian_plan_evaluate_f32(nanprop_jacobian_plan *plan,
+                                                  nanprop_blackbox_f32 f,
+                                                  void *user_data,
+                                                  const float *x,
+                                                  const float *fx,
+                                                  float *values,
+                                                  size_t *evaluations);
 
 /**
  * Frees a plan. NULL is a no-op.
@@ -763,6 +820,15 @@ nanprop_status nanprop_jacobian_plan_assemble(nanprop_jacobian_plan *plan,
  * form `resid(n, x, f)`.
  */
 #define NANPROP_CONVENTION_FORTRAN_SQUARE 5
+
+/**
+ * Added (OR) to a convention: the routine's REAL arguments are single precision (REAL*4,
+ * `float`), e.g. `NANPROP_CONVENTION_FORTRAN | NANPROP_CONVENTION_REAL4`; with
+ * NANPROP_CONVENTION_BLACKBOX the routine has the `nanprop_blackbox_f32` signature. nanprop
+ * converts at the call (tags survive, `shared/NAN_FACTS.md`) and sizes Jacobian steps for
+ * `float`.
+ */
+#define NANPROP_CONVENTION_REAL4 256
 
 /**
  * A stateful tracer for codes with discrete ("flag") inputs: it traces again whenever it sees
@@ -870,7 +936,8 @@ void nanprop_session_free(nanprop_session *s);
  * `convention` (a NANPROP_CONVENTION_* value) as f: R^n -> R^m. Fortran names are tried as
  * given, lowercase with `_`, lowercase with `__` (names holding `_`), and uppercase.
  * `integer_bytes` is the size of the Fortran default INTEGER: 4 (also for 0) or 8
- * (-fdefault-integer-8). `*out` is NULL on failure.
+ * (-fdefault-integer-8). `convention | NANPROP_CONVENTION_REAL4` loads a REAL*4 routine.
+ * `*out` is NULL on failure.
  *
  * Errors: NANPROP_ERR_INVALID_ARGUMENT: NULL path, symbol or out; n or m zero (sizes
  * missing); an unknown convention; the file not found; not a shared library (the loader's

@@ -3,7 +3,7 @@
 
 use super::abi::{count, give, guarded, handle, handle_mut, not_null, read_versioned, reset_out};
 use super::abi::{slice, slice_mut, write_optional, Versioned};
-use super::blackbox::{c_black_box, nanprop_blackbox};
+use super::blackbox::{c_black_box, c_black_box_f32, nanprop_blackbox, nanprop_blackbox_f32};
 use super::coloring::{coloring_from, default_coloring_options, nanprop_coloring_options};
 use super::pattern::{nanprop_pattern, pattern_ref};
 use super::status::nanprop_status;
@@ -184,6 +184,47 @@ pub unsafe extern "C" fn nanprop_jacobian(
     })
 }
 
+/// One sparse Jacobian of a single-precision black box at x0 (n floats) into `values`
+/// (floats, as `nanprop_jacobian` lays them out), with steps sized for `float` (sqrt(eps_f32)
+/// forward, cbrt(eps_f32) central, relative) and divided by the step `float` arithmetic really
+/// takes. Relative errors are then near 3e-4 (forward) and 2e-5 (central) times the function's
+/// curvature scale.
+///
+/// Errors: as `nanprop_jacobian`.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian_f32(
+    f: nanprop_blackbox_f32,
+    user_data: *mut c_void,
+    n: usize,
+    m: usize,
+    x0: *const f32,
+    p: *const nanprop_pattern,
+    options: *const nanprop_jacobian_options,
+    values: *mut f32,
+    evaluations: *mut usize,
+) -> nanprop_status {
+    guarded("nanprop_jacobian_f32", || {
+        // SAFETY (all): arguments as documented.
+        let pat = unsafe { pattern_ref(p)? };
+        let f = c_black_box_f32(f, user_data)?;
+        if pat.rows() != m || pat.cols() != n {
+            return Err(Error::invalid(format!(
+                "n = {n}, m = {m} do not match the pattern ({} x {})",
+                pat.rows(),
+                pat.cols()
+            )));
+        }
+        not_null(x0, "x0")?;
+        not_null(values, "values")?;
+        let mut plan = JacobianPlan::new(pat, &unsafe { jacobian_from(options, n)? })?;
+        let x = unsafe { slice(x0, n, "x0")? };
+        let values = unsafe { slice_mut(values, plan.values_len(), "values")? };
+        let made = plan.evaluate_f32(f, x, None, values)?;
+        write_optional(evaluations, made);
+        Ok(())
+    })
+}
+
 /// One Jacobian of any black box (a C callback, a loaded library) at x0.
 ///
 /// # Safety
@@ -330,6 +371,40 @@ pub unsafe extern "C" fn nanprop_jacobian_plan_evaluate(
         };
         let values = unsafe { slice_mut(values, plan.values_len(), "values")? };
         let made = plan.evaluate(&mut f, x, fx, values)?;
+        write_optional(evaluations, made);
+        Ok(())
+    })
+}
+
+/// `nanprop_jacobian_plan_evaluate` for a single-precision black box: x, fx and values are
+/// floats; steps are sized and taken in `float` (see `nanprop_jacobian_f32`). Allocates the
+/// conversions.
+///
+/// Errors: as `nanprop_jacobian_plan_evaluate`.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_jacobian_plan_evaluate_f32(
+    plan: *mut nanprop_jacobian_plan,
+    f: nanprop_blackbox_f32,
+    user_data: *mut c_void,
+    x: *const f32,
+    fx: *const f32,
+    values: *mut f32,
+    evaluations: *mut usize,
+) -> nanprop_status {
+    guarded("nanprop_jacobian_plan_evaluate_f32", || {
+        // SAFETY (all): arguments as documented.
+        let plan = unsafe { plan_mut(plan)? };
+        let f = c_black_box_f32(f, user_data)?;
+        not_null(x, "x")?;
+        not_null(values, "values")?;
+        let (n, m) = (plan.coloring().colors.len(), plan.rows());
+        let x = unsafe { slice(x, n, "x")? };
+        let fx = match fx.is_null() {
+            true => None,
+            false => Some(unsafe { slice(fx, m, "fx")? }),
+        };
+        let values = unsafe { slice_mut(values, plan.values_len(), "values")? };
+        let made = plan.evaluate_f32(f, x, fx, values)?;
         write_optional(evaluations, made);
         Ok(())
     })

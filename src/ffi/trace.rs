@@ -1,7 +1,7 @@
 //! Tracing: `nanprop_trace` and `nanprop_trace_points`.
 
 use super::abi::{give, guarded, reset_out, slice};
-use super::blackbox::{c_black_box, nanprop_blackbox};
+use super::blackbox::{c_black_box, c_black_box_f32, nanprop_blackbox, nanprop_blackbox_f32};
 use super::options::{nanprop_options, read_options};
 use super::pattern::nanprop_pattern;
 use super::status::nanprop_status;
@@ -42,6 +42,34 @@ pub unsafe extern "C" fn nanprop_trace(
             out,
         )
     }
+}
+
+/// Traces a single-precision black box (REAL*4, `float` arguments) at x0 (n floats): as
+/// `nanprop_trace`. Input ids travel in the 22 payload bits a `float` NaN has (the same id
+/// space as in double precision: inputs beyond 4,194,303 are numbered within each probe).
+/// `threads` is refused (use `processes` or `isolate`).
+///
+/// Errors: as `nanprop_trace`.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_trace_f32(
+    f: nanprop_blackbox_f32,
+    user_data: *mut c_void,
+    n: usize,
+    m: usize,
+    x0: *const f32,
+    options: *const nanprop_options,
+    out: *mut *mut nanprop_pattern,
+) -> nanprop_status {
+    guarded("nanprop_trace_f32", || {
+        reset_out(out)?;
+        let f = c_black_box_f32(f, user_data)?;
+        crate::pattern::check_dims(m, n)?;
+        // SAFETY: by the contract above.
+        let (options, x0) = unsafe { (read_options(options)?, slice(x0, n, "x0")?) };
+        let pattern = crate::driver::entry::trace_f32(f, m, x0, &options)?;
+        give(out, nanprop_pattern { inner: pattern });
+        Ok(())
+    })
 }
 
 /// Traces f at each of `num_points` points (`points`: num_points x n values, point k at
