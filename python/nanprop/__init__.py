@@ -99,6 +99,7 @@ def load(
     n: int,
     m: int,
     integer: int = 4,
+    real: int = 8,
 ) -> Loaded:
     """Loads the routine `symbol` from the shared library `path` as f: R^n -> R^m.
 
@@ -119,12 +120,14 @@ def load(
     n, m : inputs and outputs.
     integer : bytes of the routine's default INTEGER: 4 (gfortran's default) or 8
         (``-fdefault-integer-8``).
+    real : bytes of its REAL arguments: 8 (double precision) or 4 (REAL*4: nanprop converts
+        at the call, NaN tags surviving, and sizes Jacobian steps for float).
 
     Raises `InvalidArgumentError` when the file, or the symbol under any of its names, is not
     found. A routine called with the wrong convention reads the wrong memory: trace it with
     ``isolate=True`` first, which turns a crash into a `BlackBoxError`.
     """
-    return Loaded(os.fspath(path), symbol, convention, n=n, m=m, integer=integer)
+    return Loaded(os.fspath(path), symbol, convention, n=n, m=m, integer=integer, real=real)
 
 
 def _points(x0: ArrayLike) -> np.ndarray:
@@ -138,10 +141,10 @@ def _points(x0: ArrayLike) -> np.ndarray:
     )
 
 
-def _output_size(f: Function, x: np.ndarray) -> int:
+def _output_size(f: Function, x: np.ndarray, single: bool) -> int:
     if isinstance(f, Loaded):
         return f.m
-    y = np.asarray(f(x.copy()), dtype=np.float64)
+    y = np.asarray(f(x.astype(np.float32) if single else x.copy()))
     return int(y.size)
 
 
@@ -222,7 +225,9 @@ def trace(
     f : a callable taking a 1-D float64 array of n values (a fresh copy each call) and returning
         m numbers (any array-like numpy reads), or a `Loaded` routine.
     x0 : the point (n values), or several points (a 2-D array, one per row): the union of their
-        patterns is returned (for codes that branch).
+        patterns is returned (for codes that branch). A float32 x0 means f works in single
+        precision: it gets float32 arrays and its results are read as float32 (the NaN tags
+        travel in the 22 payload bits a float NaN has).
     m : outputs; None: learned by calling f(x0) once more.
 
     Options (None keeps the library's default, the same as the C struct ``nanprop_options``):
@@ -273,10 +278,11 @@ def trace(
         the probe and finds that input's dependencies by finite steps
         (``report["failed_columns"]``).
     """
+    single = np.asarray(x0).dtype == np.float32 and not isinstance(f, Loaded)
     points = _points(x0)
     n = points.shape[1]
     if m is None:
-        m = _output_size(f, points[0])
+        m = _output_size(f, points[0], single)
     options = dict(
         strategy=strategy,
         chunk_size=chunk_size,
@@ -303,7 +309,7 @@ def trace(
         bar = _Bar(forced=bool(progress))
         callback = bar
     try:
-        return _nanprop.trace(f, points.ravel(), n, m, callback, **options)
+        return _nanprop.trace(f, points.ravel(), n, m, callback, single, **options)
     finally:
         if bar is not None:
             bar.close()
@@ -351,16 +357,21 @@ class JacobianPlan(_nanprop.JacobianPlanCore):
     def evaluate(self, f: Function, x: ArrayLike, fx: Optional[ArrayLike] = None) -> Any:
         """The Jacobian of f at x as a ``scipy.sparse.csr_matrix`` with the pattern's
         structure (entries that came out zero are kept). `fx`, f(x) if you have it, saves one
-        evaluation of a forward Jacobian.
+        evaluation of a forward Jacobian. A float32 x means f works in single precision: steps
+        are sized for float (sqrt(eps_f32) forward, cbrt(eps_f32) central) and the matrix is
+        float32; a REAL*4 `Loaded` routine gets float steps whatever x's type.
 
         Raises `BaselineNotFiniteError` when a row with entries is not finite at x,
         `BlackBoxError` when a step makes it non-finite, and whatever f raises, as itself.
         """
         from scipy.sparse import csr_matrix
 
-        values, made = self.values(f, *_point_and_fx(x, fx))
+        single = np.asarray(x).dtype == np.float32 and not isinstance(f, Loaded)
+        values, made = self.values(f, *_point_and_fx(x, fx), single)
         self.last_evaluations = made
         indptr, indices = self.csr()
+        if single:
+            values = values.astype(np.float32)
         return csr_matrix((values, indices, indptr), shape=self.shape)
 
     def fun_and_jac(

@@ -52,11 +52,14 @@ class Loaded:
         n: int,
         m: int,
         integer: int = 4,
+        real: int = 8,
     ) -> None: ...
     @property
     def n(self) -> int: ...
     @property
     def m(self) -> int: ...
+    @property
+    def real(self) -> int: ...
     @property
     def symbol(self) -> str: ...
     @property
@@ -87,6 +90,7 @@ class JacobianPlanCore:
         f: Any,
         x: npt.NDArray[np.float64],
         fx: Optional[npt.NDArray[np.float64]] = None,
+        single: bool = False,
     ) -> Tuple[npt.NDArray[np.float64], int]: ...
 
 def trace(
@@ -95,6 +99,7 @@ def trace(
     n: int,
     m: int,
     progress: Optional[Callable[[int, int, int, int], None]] = None,
+    single: bool = False,
     **options: Any,
 ) -> Pattern: ...
 def coloring(

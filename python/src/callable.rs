@@ -14,7 +14,8 @@
 //!   values that are not numbers) stop the trace: no further call reaches f, and that exception
 //!   is raised.
 
-use nanprop::driver::BlackBox;
+use nanprop::driver::single::{narrow, widen};
+use nanprop::driver::{BlackBox, Precision};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -31,11 +32,14 @@ pub struct Callable<'py> {
     error: Option<PyErr>,
     /// Set by an exception that must end the work: f is not called again.
     stopped: bool,
+    /// f takes and returns float32 (x rounded to float, NaN payloads kept: see
+    /// `nanprop::driver::single`).
+    single: bool,
 }
 
 impl<'py> Callable<'py> {
-    /// Wraps `f`, which must return m values.
-    pub fn new(f: &Bound<'py, PyAny>, m: usize) -> PyResult<Self> {
+    /// Wraps `f`, which must return m values; `single`: f works in float32.
+    pub fn new(f: &Bound<'py, PyAny>, m: usize, single: bool) -> PyResult<Self> {
         let py = f.py();
         if !f.is_callable() {
             return Err(crate::errors::invalid(format!(
@@ -49,6 +53,7 @@ impl<'py> Callable<'py> {
             m,
             error: None,
             stopped: false,
+            single,
         })
     }
 
@@ -83,17 +88,39 @@ impl<'py> Callable<'py> {
 
     fn call(&self, x: &[f64], y: &mut [f64]) -> Result<(), (PyErr, bool)> {
         let py = self.f.py();
-        let fatal = |e: PyErr| (e, true);
-        let xa = PyArray1::from_slice(py, x);
-        let r = self.f.call1((xa,)).map_err(|e| {
+        let raised = |e: PyErr| {
             let fatal = !e.is_instance_of::<PyException>(py);
             (e, fatal)
-        })?;
-        let a = self.ascontiguousarray.call1((&r, "float64")).map_err(|e| {
+        };
+        if self.single {
+            let x32: Vec<f32> = x.iter().map(|&v| narrow(v)).collect();
+            let r = self
+                .f
+                .call1((PyArray1::from_vec(py, x32),))
+                .map_err(raised)?;
+            return self.read(&r, y, widen);
+        }
+        let r = self
+            .f
+            .call1((PyArray1::from_slice(py, x),))
+            .map_err(raised)?;
+        self.read(&r, y, |v: f64| v)
+    }
+
+    /// Reads f's result `r` (m numbers, converted to f's own type T) into y.
+    fn read<T: numpy::Element + Copy>(
+        &self,
+        r: &Bound<'py, PyAny>,
+        y: &mut [f64],
+        to_f64: impl Fn(T) -> f64,
+    ) -> Result<(), (PyErr, bool)> {
+        let fatal = |e: PyErr| (e, true);
+        let dtype = if self.single { "float32" } else { "float64" };
+        let a = self.ascontiguousarray.call1((r, dtype)).map_err(|e| {
             let msg = format!("f returned a value numpy cannot turn into floats: {e}");
             fatal(PyValueError::new_err(msg))
         })?;
-        let a = a.cast_into::<PyArray1<f64>>().map_err(|_| {
+        let a = a.cast_into::<PyArray1<T>>().map_err(|_| {
             let shape = r
                 .getattr("shape")
                 .map(|s| s.to_string())
@@ -114,12 +141,22 @@ impl<'py> Callable<'py> {
             );
             return Err(fatal(PyValueError::new_err(msg)));
         }
-        y.copy_from_slice(values);
+        for (o, &v) in y.iter_mut().zip(values) {
+            *o = to_f64(v);
+        }
         Ok(())
     }
 }
 
 impl BlackBox for Callable<'_> {
+    fn precision(&self) -> Precision {
+        if self.single {
+            Precision::Single
+        } else {
+            Precision::Double
+        }
+    }
+
     fn eval(&mut self, x: &[f64], y: &mut [f64]) -> Result<(), i32> {
         if self.stopped {
             return Err(RAISED);

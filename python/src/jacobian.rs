@@ -171,14 +171,16 @@ impl PyJacobianPlan {
         self.plan.evaluations_per_jacobian(with_fx)
     }
 
-    /// The Jacobian's values at x in the pattern's CSR order, and the evaluations made.
-    #[pyo3(signature = (f, x, fx=None))]
+    /// The Jacobian's values at x in the pattern's CSR order, and the evaluations made;
+    /// `single`: a Python f works in float32 (float steps).
+    #[pyo3(signature = (f, x, fx=None, single=false))]
     fn values<'py>(
         &mut self,
         py: Python<'py>,
         f: &Bound<'py, PyAny>,
         x: PyReadonlyArray1<'py, f64>,
         fx: Option<PyReadonlyArray1<'py, f64>>,
+        single: bool,
     ) -> PyResult<(Bound<'py, PyArray1<f64>>, usize)> {
         let x = x.as_slice()?;
         let (m, n) = self.shape;
@@ -203,7 +205,7 @@ impl PyJacobianPlan {
                     .map_err(to_py)?
             }
             Err(_) => {
-                let mut g = Callable::new(f, m)?;
+                let mut g = Callable::new(f, m, single)?;
                 let r = self.plan.evaluate(&mut g, x, fx, &mut values);
                 match r {
                     Ok(k) => k,

@@ -3,6 +3,7 @@
 
 use crate::errors::{invalid, to_py};
 use nanprop::loader::{Convention, IntKind, LoadedBlackBox};
+use nanprop::Precision;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
@@ -20,7 +21,9 @@ use pyo3::prelude::*;
 ///   double *y)`; `"blackbox"` `int f(void *user_data, size_t n, const double *x, size_t m,
 ///   double *y)`;
 /// * `integer`: the size of the routine's default INTEGER in bytes, 4 (gfortran's default) or
-///   8 (`-fdefault-integer-8`).
+///   8 (`-fdefault-integer-8`);
+/// * `real`: the size of its REAL arguments, 8 (double precision) or 4 (REAL*4: nanprop
+///   converts at the call and sizes Jacobian steps for float).
 ///
 /// A routine called with the wrong convention reads or writes the wrong memory: trace it first
 /// with `isolate=True`, which turns a crash into an error.
@@ -46,7 +49,7 @@ impl PyLoaded {
 #[pymethods]
 impl PyLoaded {
     #[new]
-    #[pyo3(signature = (path, symbol, convention="fortran", *, n, m, integer=4))]
+    #[pyo3(signature = (path, symbol, convention="fortran", *, n, m, integer=4, real=8))]
     fn new(
         path: std::path::PathBuf,
         symbol: &str,
@@ -54,6 +57,7 @@ impl PyLoaded {
         n: usize,
         m: usize,
         integer: usize,
+        real: usize,
     ) -> PyResult<Self> {
         let convention = Convention::parse(convention).ok_or_else(|| {
             invalid(format!(
@@ -66,8 +70,13 @@ impl PyLoaded {
             8 => IntKind::I8,
             _ => return Err(invalid(format!("integer = {integer} must be 4 or 8"))),
         };
+        let real = match real {
+            8 => Precision::Double,
+            4 => Precision::Single,
+            _ => return Err(invalid(format!("real = {real} must be 4 or 8"))),
+        };
         let inner =
-            LoadedBlackBox::open(&path, symbol, convention, n, m, int_kind).map_err(to_py)?;
+            LoadedBlackBox::open(&path, symbol, convention, n, m, int_kind, real).map_err(to_py)?;
         Ok(PyLoaded { inner })
     }
 
@@ -87,6 +96,15 @@ impl PyLoaded {
     #[getter]
     fn symbol(&self) -> &str {
         self.inner.symbol()
+    }
+
+    /// Bytes of the routine's REAL arguments (4 or 8).
+    #[getter]
+    fn real(&self) -> usize {
+        match self.inner.precision() {
+            Precision::Double => 8,
+            Precision::Single => 4,
+        }
     }
 
     /// The library's path.

@@ -119,15 +119,16 @@ fn count(value: &Bound<'_, PyAny>, bad: &dyn Fn(&str) -> PyErr) -> PyResult<usiz
 
 /// Traces f at each of the points (`points` holds them one after another, n values each) and
 /// returns the union of the patterns. `progress(evaluations, planned, point, points)` is
-/// called after every evaluation when given. Use `nanprop.trace`, which documents the options.
+/// called after every evaluation when given; `single`: a Python f works in float32. Use `nanprop.trace`, which documents the options.
 #[pyfunction]
-#[pyo3(signature = (f, points, n, m, progress=None, **options_))]
+#[pyo3(signature = (f, points, n, m, progress=None, single=false, **options_))]
 pub fn trace(
     f: &Bound<'_, PyAny>,
     points: PyReadonlyArray1<'_, f64>,
     n: usize,
     m: usize,
     progress: Option<&Bound<'_, PyAny>>,
+    single: bool,
     options_: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyPattern> {
     let o = options(options_)?;
@@ -155,7 +156,7 @@ pub fn trace(
                     o.threads, o.threads
                 )));
             }
-            let mut g = Callable::new(f, m)?;
+            let mut g = Callable::new(f, m, single)?;
             let r = trace_flat(&mut g, n, m, points, &o, &mut report);
             match r {
                 Ok(p) => g.take_stop().map_or(Ok(p), Err),

@@ -59,3 +59,39 @@ def test_load_errors_are_clear(beam_library):
     beam = nanprop.load(beam_library, "beam", n=5, m=6)
     with pytest.raises(nanprop.InvalidArgumentError, match="n = 5"):
         nanprop.trace(beam, np.ones(4))
+
+
+def test_real4_routines_through_load_and_float32_python_functions(tmp_path):
+    gfortran = require("gfortran", "the REAL*4 routine of the Python tests")
+    lib = tmp_path / "libsingle.so"
+    src = os.path.join(REPO, "fortran_examples", "single.f")
+    subprocess.run([gfortran, "-O2", "-shared", "-fPIC", src, "-o", str(lib)], check=True)
+    n = 30
+    band4 = nanprop.load(lib, "band4", "fortran", n=n, m=n, real=4)
+    assert band4.real == 4
+    x0 = (0.25 + (np.arange(n) % 7) / 8.0).astype(np.float32)
+    p = nanprop.trace(band4, x0)
+    width = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+    assert (p.to_scipy().toarray().astype(bool) == (width <= 2)).all()
+    assert p.report["via_float"] > 0
+    exact = np.where(width <= 2, -(1.0 + 2.0 * x0[None, :].astype(float)), 0.0)
+    np.fill_diagonal(exact, 2.0 + 15.0 * x0.astype(float) ** 2)
+    J = nanprop.jacobian(band4, x0, p).toarray()
+    assert np.abs(J - exact).max() / np.abs(exact).max() < 2e-3
+    Jc = nanprop.jacobian(band4, x0, p, method="central").toarray()
+    assert np.abs(Jc - exact).max() / np.abs(exact).max() < 1e-4
+
+    # The same function in numpy float32: traced and differentiated in single precision.
+    def band(x):
+        assert x.dtype == np.float32
+        y = x * (2 + 5 * x * x) + 1
+        for d in (1, 2):
+            y[d:] -= x[:-d] * (1 + x[:-d])
+            y[:-d] -= x[d:] * (1 + x[d:])
+        return y
+
+    q = nanprop.trace(band, x0)
+    assert q == p and q.report["via_float"] > 0
+    J32 = nanprop.JacobianPlan(q).evaluate(band, x0)
+    assert J32.dtype == np.float32
+    assert np.abs(J32.toarray() - exact).max() / np.abs(exact).max() < 2e-3
