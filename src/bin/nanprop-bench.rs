@@ -3,7 +3,8 @@
 //!
 //! `cargo run --release --features testing --bin nanprop-bench` runs the full set; `-- --quick` the small sizes;
 //! `-- --only TEXT` the cases whose family name and n contain TEXT (e.g. `"tridiagonal 1000000"`);
-//! `-- --parallel` only the parallel drivers' wall times; `-- --coloring` only the
+//! `-- --parallel` only the parallel drivers' wall times; `-- --single` only the
+//! single-precision table; `-- --coloring` only the
 //! column-coloring comparison with ColPack (built from
 //! bench/colpack_compare.cpp when Debian's libcolpack-dev is installed; ColPack is never linked
 //! into nanprop).
@@ -471,6 +472,10 @@ fn main() {
         parallel_table();
         return;
     }
+    if args.iter().any(|a| a == "--single") {
+        single_table();
+        return;
+    }
     let quick = args.iter().any(|a| a == "--quick");
     // --only SUBSTRING: run only the families whose name (with n) contains it, e.g. "tridiagonal".
     let only = args
@@ -512,6 +517,70 @@ fn main() {
     println!(
         "that fail it (none here: the synthetic black box propagates every NaN); for the payload strategy."
     );
+    single_table();
     coloring_table();
     println!("One-hot and chunked run up to n = 10^4: each of their probes reads all m outputs, O(n m) in all.");
+}
+
+/// The same families traced through a single-precision (float) black box, default options
+/// (verification on), against the double-precision one: evaluations, exactness, library time.
+fn single_table() {
+    println!("\n#### Single precision: a float black box (nanprop::trace_f32) against a double one, default options\n");
+    println!("| family | n | evaluations (double) | evaluations (float) | exact (float) | tags via float | library ms (double) | library ms (float) |");
+    println!("|---|---:|---:|---:|---|---:|---:|---:|");
+    for size in [10_000usize, 100_000] {
+        let g = (size as f64).sqrt().round() as usize;
+        for (name, truth) in [
+            ("tridiagonal".to_string(), synthetic::banded(size, 1)),
+            (
+                format!("2-D 5-point stencil {g}x{g}"),
+                synthetic::stencil_2d(g),
+            ),
+            (
+                "random (5 per row)".to_string(),
+                synthetic::random_sparse(size, size, 5, 7),
+            ),
+        ] {
+            let (m, n) = (truth.rows(), truth.cols());
+            let x0: Vec<f64> = (0..n).map(|j| 1.0 + (j % 7) as f64 * 0.125).collect();
+            let options = TraceOptions::default();
+            let mut f = Synthetic::new(&truth, Winner::Random, 1);
+            let start = Instant::now();
+            let d = trace(&mut f, m, &x0, &options).expect("double trace");
+            let double_ms = start.elapsed().saturating_sub(f.time).as_secs_f64() * 1e3;
+            // The same function in float: sums in f32, a NaN input's payload passed on.
+            let mut inside = std::time::Duration::ZERO;
+            let f32_box = |x: &[f32], y: &mut [f32]| {
+                let t = Instant::now();
+                for (i, yi) in y.iter_mut().enumerate() {
+                    let mut sum = 1.0f32;
+                    let mut nan = None;
+                    for &j in truth.row(i) {
+                        let v = x[j as usize];
+                        if v.is_nan() {
+                            nan.get_or_insert(v);
+                        } else {
+                            sum += v * (1.0 + 1e-3 * j as f32);
+                        }
+                    }
+                    *yi = nan.unwrap_or(sum);
+                }
+                inside += t.elapsed();
+                Ok(())
+            };
+            let x32: Vec<f32> = x0.iter().map(|&v| v as f32).collect();
+            let start = Instant::now();
+            let p = nanprop::trace_f32(f32_box, m, &x32, &options).expect("float trace");
+            let float_ms = start.elapsed().saturating_sub(inside).as_secs_f64() * 1e3;
+            let exact = p.row_ptr() == truth.row_ptr() && p.col_idx() == truth.col_idx();
+            println!(
+                "| {name} | {n} | {} | {} | {} | {} | {double_ms:.1} | {float_ms:.1} |",
+                d.report.evaluations,
+                p.report.evaluations,
+                if exact { "yes" } else { "NO" },
+                p.report.via_float,
+            );
+        }
+    }
+    println!("\nThe float black box gets x0 rounded to float; every tag comes back through a float NaN's 22 payload bits.");
 }
