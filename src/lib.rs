@@ -44,6 +44,7 @@
 //! | [`loader`] | functions in shared libraries |
 //! | [`ffi`] | the C ABI (`include/nanprop.h` is generated from it) |
 //! | [`error`], [`fpenv`], [`rng`] | errors; the floating-point environment; a seeded generator |
+//! | [`precision`], [`driver::single`] | single-precision (REAL*4) black boxes |
 //!
 //! # Example
 //!
@@ -77,6 +78,7 @@ pub mod jacobian;
 pub mod loader;
 pub mod pattern;
 pub mod planner;
+pub mod precision;
 pub mod probe;
 pub mod rng;
 #[cfg(any(test, feature = "testing"))]

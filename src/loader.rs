@@ -34,8 +34,9 @@
 //! (typically a crash), as in any C program.
 
 use crate::driver::single::Single;
-use crate::driver::{BlackBox, Failure, Precision, SyncBlackBox};
+use crate::driver::{BlackBox, Failure, SyncBlackBox};
 use crate::error::{Error, Result};
+use crate::precision::Precision;
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
 

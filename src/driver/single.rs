@@ -36,34 +36,7 @@
 use super::guard::GUARD;
 use super::{BlackBox, Failure};
 use crate::error::{reserve, Result};
-
-/// The floating-point format of a black box's arguments.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Precision {
-    /// `double`, REAL*8 (the default).
-    #[default]
-    Double,
-    /// `float`, REAL*4.
-    Single,
-}
-
-impl Precision {
-    /// Machine epsilon of the format.
-    pub fn epsilon(self) -> f64 {
-        match self {
-            Precision::Double => f64::EPSILON,
-            Precision::Single => f32::EPSILON as f64,
-        }
-    }
-
-    /// `x` rounded to the format (unchanged for double).
-    pub fn round(self, x: f64) -> f64 {
-        match self {
-            Precision::Double => x,
-            Precision::Single => x as f32 as f64,
-        }
-    }
-}
+pub use crate::precision::Precision;
 
 /// Marker of an unwritten `float` output (a quiet NaN with the largest payload; never kept:
 /// an output still holding it is reported unwritten).

@@ -12,9 +12,9 @@ use super::jacobian::{jacobian_of, nanprop_jacobian_options};
 use super::options::{nanprop_options, read_options};
 use super::pattern::{nanprop_pattern, pattern_ref};
 use super::status::nanprop_status;
-use crate::driver::Precision;
 use crate::error::{Error, Result};
 use crate::loader::{Convention, IntKind, LoadedBlackBox, SharedLoaded};
+use crate::precision::Precision;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -3,8 +3,8 @@
 
 use super::plan::JacobianPlan;
 use super::{Difference, Layout};
-use crate::driver::Precision;
 use crate::error::{Error, ErrorKind, Result};
+use crate::precision::Precision;
 
 impl JacobianPlan {
     /// Evaluations one Jacobian needs as a batch: with `with_fx` (f(x) supplied) a forward

@@ -4,9 +4,10 @@
 use super::{Difference, JacobianOptions, Layout, Step};
 use crate::coloring::{self, Coloring};
 use crate::driver::guard::Guarded;
-use crate::driver::{BlackBox, Precision};
+use crate::driver::BlackBox;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pattern::Pattern;
+use crate::precision::Precision;
 
 /// A reusable compressed finite-difference Jacobian for one pattern (see the module docs).
 pub struct JacobianPlan {

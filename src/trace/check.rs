@@ -31,9 +31,9 @@
 //! strongly along a traced input).
 
 use crate::coloring::{self, ColoringOptions, Order};
-use crate::driver::Precision;
 use crate::error::{reserve, Result};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
+use crate::precision::Precision;
 use crate::probe::Probe;
 use bitvec::prelude::*;
 use std::collections::HashMap;

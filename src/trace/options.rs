@@ -4,8 +4,8 @@
 //! trace; the C ABI's `nanprop_options` and the command line's flags convert into it field by
 //! field.
 
-use crate::driver::Precision;
 use crate::error::{Error, Result};
+use crate::precision::Precision;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
 //! What the subcommands share: the function to load, its sizes and point, the strategy.
 
 use clap::{Args, ValueEnum};
-use nanprop::driver::Precision;
 use nanprop::loader::{Convention, IntKind, LoadedBlackBox};
+use nanprop::precision::Precision;
 use nanprop::Strategy;
 use std::path::{Path, PathBuf};
 
