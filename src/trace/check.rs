@@ -25,6 +25,9 @@
 //! depend on (exact, as for the first case), as long as those classes hold at most 2 n columns
 //! in all; past that, a heavy row that cannot be checked in a class is traced again.
 //!
+//! A single-precision black box (or a double one whose tags come back through a float: REAL*4
+//! internals) gets steps of [`CHECK_STEP_SINGLE`] and a rounding floor from `eps_f32`.
+//!
 //! Rows that fail are traced again, alone, with every probe verified by a finite step
 //! (the paired verification of [`crate::trace::session`]), and their entries replaced. Cost:
 //! `2 chi` evaluations, and the re-trace only where a NaN was absorbed (or a row kinks or curves

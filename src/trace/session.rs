@@ -69,6 +69,7 @@
 use crate::error::{Error, ErrorKind, Result};
 use crate::pattern::{check_dims, EntryKind, Pattern, PatternBuilder, TraceReport};
 use crate::planner::{chunked::Chunked, refine::Refine, Planner};
+use crate::precision::Precision;
 use crate::probe::Probe;
 use crate::trace::check::Check;
 use crate::trace::failure::Failure;
@@ -148,6 +149,9 @@ pub struct TraceSession {
     baseline: Vec<f64>,
     baseline_rows: Option<BitVec>,
     report: TraceReport,
+    /// The precision the check is sized for: the black box's, or single when tags came back
+    /// through a float.
+    check_precision: Precision,
     /// Steps started (0: the baseline), the key of journal records.
     step: u64,
     /// Which point of a multi-point trace this session traces (journal keys).
@@ -229,6 +233,7 @@ impl TraceSession {
             baseline: Vec::new(),
             baseline_rows: None,
             report: TraceReport::default(),
+            check_precision: options.precision,
         })
     }
 
@@ -433,7 +438,13 @@ impl TraceSession {
                     self.baseline_rows.clone().expect("baseline told"),
                 )?;
                 let pattern = planner.finish(builder)?;
-                let mut check = Check::new(pattern)?.for_precision(self.options.precision);
+                // Tags that came back through a float show float arithmetic inside (a double
+                // interface over REAL*4 internals): size the check for float then too, or its
+                // rounding would fail every row.
+                if self.report.via_float > 0 {
+                    self.check_precision = Precision::Single;
+                }
+                let mut check = Check::new(pattern)?.for_precision(self.check_precision);
                 if !check.claims_any(&self.baseline) {
                     // Every traced row depends on every input: no zero to check.
                     self.stage = Stage::Checked(Box::new(check.pattern));
@@ -529,7 +540,7 @@ impl TraceSession {
         };
         let r = self.magnitude(id, j);
         if matches!(self.stage, Stage::Checking(_)) {
-            return Check::value(x, id, r, self.options.precision);
+            return Check::value(x, id, r, self.check_precision);
         }
         x + self.options.verify_step * x.abs().max(1.0) * sign * direction * scale * r
     }
@@ -730,7 +741,7 @@ impl TraceSession {
             |b, v| self.changed(b, v),
             |id, j| {
                 // The step the black box sees: both ends in its own precision.
-                let p = self.options.precision;
+                let p = self.check_precision;
                 let moved = Check::value(self.x0[j], id, self.magnitude(id, j), p);
                 p.round(moved) - p.round(self.x0[j])
             },
