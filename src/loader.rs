@@ -72,6 +72,22 @@ impl Convention {
     }
 }
 
+impl Convention {
+    /// The declaration a routine of this convention has, in the caller's words.
+    pub fn signature(self) -> &'static str {
+        match self {
+            Convention::C => "void f(const double *x, double *y)",
+            Convention::Blackbox => {
+                "int f(void *user_data, size_t n, const double *x, size_t m, double *y)"
+            }
+            Convention::Fortran => "subroutine f(n, x, m, y)",
+            Convention::FortranSquare => "subroutine f(n, x, y), m = n",
+            Convention::MinpackHybrd => "subroutine fcn(n, x, fvec, iflag), m = n",
+            Convention::MinpackLmdif => "subroutine fcn(m, n, x, fvec, iflag)",
+        }
+    }
+}
+
 /// The size of a Fortran default INTEGER in the loaded code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum IntKind {
@@ -144,6 +160,18 @@ fn identity_of(
         "library {} (size {size}, modified {modified} ns after the epoch), symbol {symbol}, {convention:?} convention, INTEGER {int_kind:?}, {real:?} REAL",
         canonical.display()
     )
+}
+
+/// The name `Convention::parse` reads.
+pub fn convention_name(c: Convention) -> &'static str {
+    match c {
+        Convention::C => "c",
+        Convention::Blackbox => "blackbox",
+        Convention::Fortran => "fortran",
+        Convention::FortranSquare => "fortran-square",
+        Convention::MinpackHybrd => "minpack-hybrd",
+        Convention::MinpackLmdif => "minpack-lmdif",
+    }
 }
 
 /// Which file a library name means. A path with a slash is that file (an error if it does not
@@ -371,6 +399,46 @@ impl LoadedBlackBox {
                 single.eval_checked(x, y)
             }
         }
+    }
+
+    /// What to suspect when the routine fails on its very first call (at x0, before any NaN):
+    /// a crash, an output left unwritten or a write past the last one there mean the routine
+    /// was called otherwise than it is declared, or with other sizes. The sentence names the
+    /// declaration it was called with and the alternatives. nanprop cannot see a routine read
+    /// past x[n-1] or write further than 16 values past y[m-1]: that is why the sizes are named.
+    pub fn mismatch_hint(&self) -> String {
+        let int = match self.int_kind {
+            IntKind::I4 => "INTEGER*4",
+            IntKind::I8 => "INTEGER*8",
+        };
+        let real = match self.real {
+            Precision::Double => "REAL*8",
+            Precision::Single => "REAL*4",
+        };
+        let others: Vec<String> = [
+            Convention::Fortran,
+            Convention::FortranSquare,
+            Convention::MinpackHybrd,
+            Convention::MinpackLmdif,
+            Convention::C,
+            Convention::Blackbox,
+        ]
+        .into_iter()
+        .filter(|&c| c != self.convention)
+        .map(|c| format!("`{}`: {}", c.signature(), convention_name(c)))
+        .collect();
+        format!(
+            "{} was called as `{}` with {int} and {real} arguments, n = {}, m = {}; if it is \
+             declared otherwise it reads or writes the wrong memory. Other conventions: {}; \
+             8-byte INTEGER (-fdefault-integer-8) and REAL*4 arguments are options too. Check n \
+             and m as well: a routine that reads more than n inputs or writes more than m \
+             outputs cannot be detected",
+            self.symbol,
+            self.convention.signature(),
+            self.n,
+            self.m,
+            others.join("; ")
+        )
     }
 
     /// The precision of the routine's REAL arguments.

@@ -582,3 +582,223 @@ fn points_and_outputs_as_users_write_them() {
     assert!(!dir.join("-").exists() && !std::path::Path::new("-").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_wrong_convention_is_a_message_with_a_hint_never_a_signal() {
+    let dir = scratch("convention");
+    let lib = build_model(&dir);
+    let lib = lib.to_str().unwrap();
+    // `ring` is `void ring(const double *x, double *y)`; called as a Fortran subroutine it
+    // gets (&n, x, &m, y): it reads and writes the wrong memory. Isolated by default.
+    let o = nanprop(&[
+        "trace",
+        "--lib",
+        lib,
+        "--symbol",
+        "ring",
+        "--convention",
+        "fortran",
+        "-n",
+        "6",
+        "-m",
+        "6",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("hint: ring was called as `subroutine f(n, x, m, y)`"),
+        "{t}"
+    );
+    assert!(t.contains("`void f(const double *x, double *y)`: c"), "{t}");
+    // --no-isolate runs it in this process (here with the right convention).
+    let o = nanprop(&[
+        "trace",
+        "--lib",
+        lib,
+        "--symbol",
+        "ring",
+        "--convention",
+        "c",
+        "-n",
+        "6",
+        "-m",
+        "6",
+        "--quiet",
+        "--no-isolate",
+    ]);
+    assert!(
+        o.status.success() && text(&o).contains("nnz = 12,"),
+        "{}",
+        text(&o)
+    );
+    let o = nanprop(&[
+        "trace",
+        "--lib",
+        lib,
+        "--symbol",
+        "ring",
+        "--convention",
+        "c",
+        "-n",
+        "6",
+        "-m",
+        "6",
+        "--no-isolate",
+        "--processes",
+        "2",
+    ]);
+    assert!(
+        !o.status.success(),
+        "--no-isolate with --processes is refused"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn json_summary_entry_kinds_and_budget_warnings() {
+    let dir = scratch("json");
+    let lib = build_model(&dir);
+    let lib = lib.to_str().unwrap();
+    let base = [
+        "trace",
+        "--lib",
+        lib,
+        "--symbol",
+        "ring",
+        "--convention",
+        "c",
+        "-n",
+        "6",
+        "-m",
+        "6",
+        "--quiet",
+    ];
+    let o = nanprop(&[&base[..], &["--format", "json"]].concat());
+    assert!(o.status.success(), "{}", text(&o));
+    let json = String::from_utf8_lossy(&o.stdout);
+    for field in [
+        "\"n\": 6",
+        "\"m\": 6",
+        "\"nnz\": 12",
+        "\"unresolved\": 0",
+        "\"kinds\": {\"traced\": 12,",
+        "\"nonfinite_rows\": []",
+        "\"source\": \"",
+    ] {
+        assert!(json.contains(field), "{field} missing from {json}");
+    }
+    assert_eq!(json.trim().lines().count(), 1, "one JSON object: {json}");
+    // A budget too small: the unresolved entries are counted, marked and warned about.
+    let (out, kinds) = (dir.join("p.mtx"), dir.join("k.mtx"));
+    let o = nanprop(
+        &[
+            &base[..],
+            &[
+                "--max-evaluations",
+                "3",
+                "--out",
+                out.to_str().unwrap(),
+                "--kinds",
+                kinds.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("warning: the evaluation budget ran out"),
+        "{stderr}"
+    );
+    let header = std::fs::read_to_string(&out).unwrap();
+    assert!(header.contains("% entry kinds: traced"), "{header}");
+    assert!(
+        header.contains("unresolved entries are possible dependencies"),
+        "{header}"
+    );
+    let k = std::fs::read_to_string(&kinds).unwrap();
+    assert!(
+        k.starts_with("%%MatrixMarket matrix coordinate integer general"),
+        "{k}"
+    );
+    let entries: Vec<&str> = k.lines().filter(|l| !l.starts_with('%')).skip(1).collect();
+    let p = mtx::read_pattern(std::io::BufReader::new(std::fs::File::open(&out).unwrap())).unwrap();
+    assert_eq!(entries.len(), p.nnz());
+    assert!(
+        entries.iter().any(|l| l.ends_with(" 3")),
+        "an unresolved entry (kind 3)"
+    );
+    assert!(
+        entries
+            .iter()
+            .all(|l| l.ends_with(" 0") || l.ends_with(" 3")),
+        "{k}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn jacobian_takes_the_trace_options_and_refuses_them_with_a_pattern() {
+    let dir = scratch("jacobian-options");
+    let lib = build_model(&dir);
+    let lib = lib.to_str().unwrap();
+    let out = dir.join("j.mtx");
+    let base = [
+        "jacobian",
+        "--lib",
+        lib,
+        "--symbol",
+        "ring",
+        "--convention",
+        "c",
+        "-n",
+        "6",
+        "-m",
+        "6",
+        "--quiet",
+        "--x0",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let o = nanprop(&[&base[..], &["--strategy", "one-hot", "--no-verify"]].concat());
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("evaluations = 7,"),
+        "one-hot: n + 1: {}",
+        text(&o)
+    );
+    let pattern = dir.join("p.mtx");
+    let o = nanprop(&[
+        "trace",
+        "--lib",
+        lib,
+        "--symbol",
+        "ring",
+        "--convention",
+        "c",
+        "-n",
+        "6",
+        "-m",
+        "6",
+        "--quiet",
+        "--out",
+        pattern.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let with_pattern = [&base[..], &["--pattern", pattern.to_str().unwrap()]].concat();
+    let o = nanprop(&with_pattern);
+    assert!(o.status.success(), "{}", text(&o));
+    for extra in [
+        &["--strategy", "chunked"][..],
+        &["--journal", "j.jnl"],
+        &["--no-verify"],
+    ] {
+        let o = nanprop(&[&with_pattern[..], extra].concat());
+        assert_eq!(o.status.code(), Some(1), "{extra:?}: {}", text(&o));
+        assert!(text(&o).contains(extra[0]), "{extra:?}: {}", text(&o));
+        assert!(text(&o).contains("--pattern"), "{}", text(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -55,7 +55,10 @@ fn make_install_gives_a_versioned_library_a_pc_file_and_a_fortran_module() {
     } else {
         version.split('.').next().unwrap().to_string()
     };
-    assert!(soname.contains(&format!("[libnanprop.so.{abi}]")), "{soname}");
+    assert!(
+        soname.contains(&format!("[libnanprop.so.{abi}]")),
+        "{soname}"
+    );
     for link in [format!("libnanprop.so.{abi}"), "libnanprop.so".to_string()] {
         let target = std::fs::read_link(lib.join(&link)).unwrap();
         assert!(lib.join(target).exists(), "{link} dangles");
@@ -78,7 +81,9 @@ fn make_install_gives_a_versioned_library_a_pc_file_and_a_fortran_module() {
         let out = run(Command::new("pkg-config")
             .env("PKG_CONFIG_PATH", lib.join("pkgconfig"))
             .args(args));
-        out.split_whitespace().map(str::to_string).collect::<Vec<_>>()
+        out.split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
     };
     let rpath = format!("-Wl,-rpath,{}", lib.display());
     let work = tmp.join("work");

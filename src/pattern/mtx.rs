@@ -7,7 +7,7 @@
 //! comments anywhere; duplicate entries merged. Errors name the line.
 
 use crate::error::{reserve, Error, Result};
-use crate::pattern::{check_dims, Pattern};
+use crate::pattern::{check_dims, EntryKind, Pattern};
 use std::io::{BufRead, Write};
 
 /// Writes `p` as a pattern file.
@@ -20,6 +20,72 @@ pub fn write_pattern(w: &mut impl Write, p: &Pattern, comment: &str) -> std::io:
     for i in 0..p.rows() {
         for &j in p.row(i) {
             writeln!(w, "{} {}", i + 1, j + 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// Comment lines (without the `%`) saying how the entries of `p` were found: the count of each
+/// kind, the rows non-finite at x0, the evaluations and whether a budget stopped the trace. For
+/// the header of a written pattern or Jacobian.
+pub fn provenance(p: &Pattern) -> String {
+    let mut counts = [0usize; 6];
+    for &k in p.kinds() {
+        counts[k as usize] += 1;
+    }
+    let names = [
+        "traced",
+        "perturbation",
+        "chunk",
+        "unresolved",
+        "nonfinite-row",
+        "assumed",
+    ];
+    let kinds: Vec<String> = names
+        .iter()
+        .zip(counts)
+        .map(|(name, c)| format!("{name} {c}"))
+        .collect();
+    let mut text = format!("entry kinds: {}", kinds.join(", "));
+    if p.report.budget_exhausted {
+        text.push_str(
+            "\nthe evaluation budget ran out: unresolved entries are possible dependencies",
+        );
+    }
+    if counts[EntryKind::Assumed as usize] > 0 {
+        text.push_str("\nassumed entries: rows recognised dense, kept without proof");
+    }
+    if !p.nonfinite_rows().is_empty() {
+        let rows: Vec<String> = p
+            .nonfinite_rows()
+            .iter()
+            .map(|i| (i + 1).to_string())
+            .collect();
+        text.push_str(&format!(
+            "\nrows NaN/Inf at x0 (1-based, stored dense): {}",
+            rows.join(" ")
+        ));
+    }
+    text
+}
+
+/// Writes the kind of every entry of `p` as an integer Matrix Market file with the same
+/// coordinates (0 traced, 1 perturbation, 2 chunk, 3 unresolved, 4 non-finite row, 5 assumed;
+/// [`EntryKind`]): `scipy.io.mmread` gives it as a sparse matrix aligned with the pattern.
+pub fn write_kinds(w: &mut impl Write, p: &Pattern, comment: &str) -> std::io::Result<()> {
+    writeln!(w, "%%MatrixMarket matrix coordinate integer general")?;
+    for line in comment.lines() {
+        writeln!(w, "% {line}")?;
+    }
+    writeln!(
+        w,
+        "% values: 0 traced, 1 perturbation, 2 chunk, 3 unresolved, 4 nonfinite-row, 5 assumed"
+    )?;
+    writeln!(w, "{} {} {}", p.rows(), p.cols(), p.nnz())?;
+    for i in 0..p.rows() {
+        let start = p.row_ptr()[i];
+        for (k, &j) in p.row(i).iter().enumerate() {
+            writeln!(w, "{} {} {}", i + 1, j + 1, p.kinds()[start + k] as u8)?;
         }
     }
     Ok(())

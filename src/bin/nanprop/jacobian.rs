@@ -1,13 +1,12 @@
 //! `nanprop jacobian`: a sparse Jacobian of a loaded function by compressed differences.
 
 use crate::args::{open, Load};
-use crate::output::{is_stdout, progress_bar, summary, write_file, write_svg, Counted};
-use crate::trace::trace_loaded;
+use crate::output::{is_stdout, progress_bar, summary, warnings, write_file, write_svg, Counted};
+use crate::trace::{trace_loaded, TraceFlags};
 use crate::Failure;
 use clap::Args;
 use nanprop::jacobian::{Difference, JacobianOptions, JacobianPlan, Step};
 use nanprop::pattern::mtx;
-use nanprop::TraceOptions;
 use std::io::BufReader;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -16,16 +15,20 @@ use std::time::Instant;
 pub(crate) struct JacobianArgs {
     #[command(flatten)]
     pub(crate) load: Load,
-    /// The pattern (Matrix Market); traced first when not given.
+    /// The pattern (Matrix Market); traced first when not given (with the trace options
+    /// below, which a given pattern refuses).
     #[arg(long)]
     pub(crate) pattern: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) flags: TraceFlags,
     /// Central differences (2 colors evaluations, second order) instead of forward.
     #[arg(long)]
     pub(crate) central: bool,
     /// Relative step (default sqrt(eps) forward, cbrt(eps) central).
     #[arg(long)]
     pub(crate) step: Option<f64>,
-    /// Write the Jacobian as a real Matrix Market file.
+    /// Write the Jacobian as a real Matrix Market file ("-": standard output; the summary then
+    /// goes to standard error).
     #[arg(long)]
     pub(crate) out: PathBuf,
     /// Write an SVG spy plot beside its column-compressed view.
@@ -34,6 +37,23 @@ pub(crate) struct JacobianArgs {
 }
 
 pub(crate) fn run(a: &JacobianArgs, quiet: bool) -> Result<(), Failure> {
+    if a.load.external.is_some() {
+        return Err(Failure::from(
+            "--external is for trace: a Jacobian's evaluations are made here".to_string(),
+        ));
+    }
+    if a.pattern.is_some() {
+        let mut given = a.flags.given();
+        if a.load.journal.is_some() {
+            given.push("--journal");
+        }
+        if !given.is_empty() {
+            return Err(Failure::from(format!(
+                "{} set how the pattern is traced, and --pattern gives it: no trace is made",
+                given.join(", ")
+            )));
+        }
+    }
     let (mut f, x0) = open(&a.load)?;
     let start = Instant::now();
     let p = match &a.pattern {
@@ -53,7 +73,10 @@ pub(crate) fn run(a: &JacobianArgs, quiet: bool) -> Result<(), Failure> {
             }
             p
         }
-        None => trace_loaded(&mut f, &x0, &TraceOptions::default(), quiet)?,
+        None => {
+            let options = a.flags.options(a.load.journal.clone(), true)?;
+            trace_loaded(&mut f, &x0, &options, quiet)?
+        }
     };
     let options = JacobianOptions {
         difference: if a.central {
@@ -66,8 +89,9 @@ pub(crate) fn run(a: &JacobianArgs, quiet: bool) -> Result<(), Failure> {
     };
     let mut plan = JacobianPlan::new(&p, &options).map_err(|e| e.to_string())?;
     let mut values = vec![0.0; plan.values_len()];
+    // The routine ran isolated in the trace (unless --no-isolate) and is known to behave at x0;
+    // the Jacobian's evaluations run in this process.
     let bar = progress_bar(quiet);
-    bar.set_length(plan.evaluations_per_jacobian(false) as u64);
     let evaluations = plan
         .evaluate(
             &mut Counted {
@@ -82,19 +106,26 @@ pub(crate) fn run(a: &JacobianArgs, quiet: bool) -> Result<(), Failure> {
     bar.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();
     let note = format!(
-        "Jacobian by nanprop of {} ({}), {evaluations} evaluations",
+        "Jacobian by nanprop of {} ({}), {evaluations} evaluations\n{}",
         f.path().display(),
-        f.symbol()
+        f.symbol(),
+        mtx::provenance(&p)
     );
     write_file(&a.out, |w| mtx::write_real(w, &p, &values, &note))?;
     let c = plan.coloring().clone();
     if let Some(path) = &a.svg {
         write_svg(path, &p, &c)?;
     }
+    warnings(&p);
     summary(&p, c.num_colors, seconds, is_stdout(&a.out));
-    println!(
+    let line = format!(
         "Jacobian: {evaluations} evaluations (finite differences without coloring: {})",
         f.n() + 1
     );
+    if is_stdout(&a.out) {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
     Ok(())
 }

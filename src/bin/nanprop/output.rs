@@ -7,17 +7,105 @@ use nanprop::{BlackBox, Pattern};
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
 
+/// A count of evaluations with their rate and the time elapsed, on standard error when it is a
+/// terminal. A count rather than a bar: the planner plans step by step, so no total is known
+/// up front (a bar whose total grows always looks nearly done).
 pub(crate) fn progress_bar(quiet: bool) -> ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new(1);
+    let bar = ProgressBar::no_length();
     bar.set_style(
-        ProgressStyle::with_template("{spinner} evaluations {pos}/{len} [{bar:30}] {elapsed}")
-            .expect("valid template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template("{spinner} {pos} evaluations ({per_sec}), {elapsed}")
+            .expect("valid template"),
     );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
     bar
+}
+
+/// Warnings on standard error about entries that are not proven: rows NaN/Inf at x0, entries a
+/// budget left unresolved, rows assumed dense.
+pub(crate) fn warnings(p: &Pattern) {
+    if !p.nonfinite_rows().is_empty() {
+        eprintln!(
+            "nanprop: warning: {} outputs were NaN/Inf at x0; their rows are dense",
+            p.nonfinite_rows().len()
+        );
+    }
+    if p.report.unresolved > 0 {
+        eprintln!(
+            "nanprop: warning: the evaluation budget ran out: {} entries are unresolved (kept as \
+             possible dependencies; --kinds FILE marks them)",
+            p.report.unresolved
+        );
+    }
+}
+
+/// The summary as one JSON object (for scripts): sizes, evaluations, the count of each entry
+/// kind, rows NaN/Inf at x0, inputs whose NaN made the routine fail, colors.
+pub(crate) fn json_summary(
+    p: &Pattern,
+    colors: usize,
+    seconds: f64,
+    source: &str,
+    to_stderr: bool,
+) {
+    let mut counts = [0usize; 6];
+    for &k in p.kinds() {
+        counts[k as usize] += 1;
+    }
+    let list = |v: &[u32]| {
+        let items: Vec<String> = v.iter().map(|i| i.to_string()).collect();
+        format!("[{}]", items.join(", "))
+    };
+    let r = &p.report;
+    let line = format!(
+        "{{\"source\": {}, \"n\": {}, \"m\": {}, \"nnz\": {}, \"evaluations\": {}, \
+         \"verification_evaluations\": {}, \"unresolved\": {}, \"assumed\": {}, \
+         \"budget_exhausted\": {}, \"kinds\": {{\"traced\": {}, \"perturbation\": {}, \
+         \"chunk\": {}, \"unresolved\": {}, \"nonfinite_row\": {}, \"assumed\": {}}}, \
+         \"nonfinite_rows\": {}, \"failed_columns\": {}, \"noise\": {:e}, \"colors\": {colors}, \
+         \"lower_bound\": {}, \"seconds\": {seconds:.6}}}",
+        json_string(source),
+        p.cols(),
+        p.rows(),
+        p.nnz(),
+        r.evaluations,
+        r.verification_evaluations,
+        r.unresolved,
+        r.assumed,
+        r.budget_exhausted,
+        counts[0],
+        counts[1],
+        counts[2],
+        counts[3],
+        counts[4],
+        counts[5],
+        list(p.nonfinite_rows()),
+        list(&r.failed_columns),
+        r.noise,
+        lower_bound(p),
+    );
+    if to_stderr {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
+/// `s` as a JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// A black box that moves a progress bar.

@@ -2,15 +2,17 @@
 //! scheduler through files (`--external`).
 
 use crate::args::{open, parse_x0, strategy, Load, StrategyArg};
-use crate::output::{is_stdout, progress_bar, summary, write_file, write_svg};
+use crate::output::{
+    is_stdout, json_summary, progress_bar, summary, warnings, write_file, write_svg,
+};
 use crate::Failure;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use nanprop::coloring::{self, ColoringOptions};
 use nanprop::driver::entry::trace_files;
 use nanprop::loader::LoadedBlackBox;
 use nanprop::pattern::mtx;
 use nanprop::trace::options::seconds;
-use nanprop::{trace_with_progress, Pattern, TraceOptions};
+use nanprop::{trace_with_progress, ErrorKind, Pattern, TraceOptions};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -18,6 +20,40 @@ use std::time::Instant;
 pub(crate) struct TraceArgs {
     #[command(flatten)]
     pub(crate) load: Load,
+    #[command(flatten)]
+    pub(crate) flags: TraceFlags,
+    /// Write the pattern as a Matrix Market file ("-": standard output; the summary then goes
+    /// to standard error). Its header says how many entries of each kind it holds.
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// Write the kind of every entry as an integer Matrix Market file with the same
+    /// coordinates (0 traced, 1 perturbation, 2 chunk, 3 unresolved, 4 non-finite row,
+    /// 5 assumed), for scipy.io.mmread.
+    #[arg(long)]
+    pub(crate) kinds: Option<PathBuf>,
+    /// Write an SVG spy plot beside its column-compressed view.
+    #[arg(long)]
+    pub(crate) svg: Option<PathBuf>,
+    /// The summary as text (default) or as one JSON object, for scripts.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+    /// With --external: wait up to this many seconds for missing outputs (default: exit with
+    /// status 3 and let the scheduler run this command again).
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) wait: f64,
+}
+
+/// How the summary is printed.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    Text,
+    Json,
+}
+
+/// The options of a trace, shared by `trace` and `jacobian` (which traces when not given a
+/// pattern).
+#[derive(Args)]
+pub(crate) struct TraceFlags {
     /// Tracing strategy.
     #[arg(long, value_enum, default_value_t = StrategyArg::Payload)]
     pub(crate) strategy: StrategyArg,
@@ -29,31 +65,74 @@ pub(crate) struct TraceArgs {
     /// everything; what is unresolved or unchecked then is kept as possible).
     #[arg(long, default_value = "auto", value_parser = evaluation_cap)]
     pub(crate) max_evaluations: usize,
-    /// Write the pattern as a Matrix Market file.
-    #[arg(long)]
-    pub(crate) out: Option<PathBuf>,
-    /// Write an SVG spy plot beside its column-compressed view.
-    #[arg(long)]
-    pub(crate) svg: Option<PathBuf>,
     /// No verification by finite perturbation (half the evaluations, NaN tracing alone).
     #[arg(long)]
     pub(crate) no_verify: bool,
-    /// Run each evaluation in a forked worker process (crashes and hangs become errors).
+    /// Run the routine in this process instead of a forked worker (faster; a crash of the
+    /// routine, e.g. from a wrong --convention, then ends nanprop with a signal).
+    #[arg(long, conflicts_with_all = ["isolate", "processes"])]
+    pub(crate) no_isolate: bool,
+    /// Run each evaluation in a forked worker process: the default on the command line (a
+    /// crash or a hang becomes an error message).
     #[arg(long)]
     pub(crate) isolate: bool,
     /// Evaluate each step's probes in this many forked worker processes at once.
     #[arg(long, default_value_t = 0)]
     pub(crate) processes: usize,
-    /// With --isolate or --processes: seconds one evaluation may take.
+    /// Seconds one evaluation may take (in a worker process).
     #[arg(long)]
     pub(crate) timeout: Option<f64>,
-    /// With --external: wait up to this many seconds for missing outputs (default: exit with
-    /// status 3 and let the scheduler run this command again).
-    #[arg(long, default_value_t = 0.0)]
-    pub(crate) wait: f64,
 }
 
-/// Traces a loaded function with a progress bar.
+impl TraceFlags {
+    /// The options these flags ask for; `loaded`: a routine called by nanprop (isolated by
+    /// default), as opposed to evaluations done elsewhere (`--external`).
+    pub(crate) fn options(
+        &self,
+        journal: Option<PathBuf>,
+        loaded: bool,
+    ) -> Result<TraceOptions, Failure> {
+        Ok(TraceOptions {
+            strategy: strategy(self.strategy),
+            chunk_size: self.chunk_size,
+            max_evaluations: self.max_evaluations,
+            verify: !self.no_verify,
+            isolate: loaded && !self.no_isolate,
+            processes: self.processes,
+            timeout: seconds(self.timeout.unwrap_or(0.0), "--timeout")?,
+            journal,
+            ..TraceOptions::default()
+        })
+    }
+
+    /// The flags given on the command line that differ from their defaults (for `jacobian
+    /// --pattern`, which does not trace).
+    pub(crate) fn given(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if !matches!(self.strategy, StrategyArg::Payload) {
+            v.push("--strategy");
+        }
+        if self.chunk_size != 8 {
+            v.push("--chunk-size");
+        }
+        if self.max_evaluations != 0 {
+            v.push("--max-evaluations");
+        }
+        if self.no_verify {
+            v.push("--no-verify");
+        }
+        if self.processes != 0 {
+            v.push("--processes");
+        }
+        if self.timeout.is_some() {
+            v.push("--timeout");
+        }
+        v
+    }
+}
+
+/// Traces a loaded function with a progress count; a failure at x0 (before any NaN) gets the
+/// loader's hint on conventions and sizes.
 pub(crate) fn trace_loaded(
     f: &mut LoadedBlackBox,
     x0: &[f64],
@@ -63,25 +142,23 @@ pub(crate) fn trace_loaded(
     let bar = progress_bar(quiet);
     let m = f.m();
     let p = trace_with_progress(f, m, x0, options, &mut |p| {
-        bar.set_length(p.planned as u64);
         bar.set_position(p.evaluations as u64);
     });
     bar.finish_and_clear();
-    Ok(p?)
+    p.map_err(|e| {
+        let at_x0 = e.kind == ErrorKind::BlackBox && e.message.contains("baseline evaluation");
+        let mut failure = Failure::from(e);
+        if at_x0 {
+            failure.message = format!("{}\nhint: {}", failure.message, f.mismatch_hint());
+        }
+        failure
+    })
 }
 
 pub(crate) fn run(a: &TraceArgs, quiet: bool) -> Result<(), Failure> {
-    let options = TraceOptions {
-        strategy: strategy(a.strategy),
-        chunk_size: a.chunk_size,
-        max_evaluations: a.max_evaluations,
-        verify: !a.no_verify,
-        isolate: a.isolate,
-        processes: a.processes,
-        timeout: seconds(a.timeout.unwrap_or(0.0), "--timeout")?,
-        journal: a.load.journal.clone(),
-        ..TraceOptions::default()
-    };
+    let options = a
+        .flags
+        .options(a.load.journal.clone(), a.load.external.is_none())?;
     let start = Instant::now();
     let (p, source) = match &a.load.external {
         Some(dir) => {
@@ -100,24 +177,27 @@ pub(crate) fn run(a: &TraceArgs, quiet: bool) -> Result<(), Failure> {
     };
     let seconds = start.elapsed().as_secs_f64();
     let c = coloring::color(&p, &ColoringOptions::default());
+    let note = format!(
+        "traced by nanprop from {source} with {} evaluations\n{}",
+        p.report.evaluations,
+        mtx::provenance(&p)
+    );
     if let Some(out) = &a.out {
-        let note = format!(
-            "traced by nanprop from {source} with {} evaluations",
-            p.report.evaluations
-        );
         write_file(out, |w| mtx::write_pattern(w, &p, &note))?;
+    }
+    if let Some(path) = &a.kinds {
+        write_file(path, |w| mtx::write_kinds(w, &p, &note))?;
     }
     if let Some(path) = &a.svg {
         write_svg(path, &p, &c)?;
     }
-    if !p.nonfinite_rows().is_empty() {
-        eprintln!(
-            "nanprop: warning: {} outputs were NaN/Inf at x0; their rows are dense",
-            p.nonfinite_rows().len()
-        );
+    warnings(&p);
+    let to_stderr =
+        a.out.as_deref().is_some_and(is_stdout) || a.kinds.as_deref().is_some_and(is_stdout);
+    match a.format {
+        Format::Text => summary(&p, c.num_colors, seconds, to_stderr),
+        Format::Json => json_summary(&p, c.num_colors, seconds, &source, to_stderr),
     }
-    let to_stderr = a.out.as_deref().is_some_and(is_stdout);
-    summary(&p, c.num_colors, seconds, to_stderr);
     Ok(())
 }
 
