@@ -5,12 +5,16 @@
 ! it as c_funloc(f). Option structs must be initialized with their _init subroutine (they carry
 ! their size and version, and the library checks them).
 !
-! Written by hand from include/nanprop.h (which is generated): fortran_examples/driver.f90
-! checks c_sizeof of each struct against the size the library writes in struct_size.
+! Written by hand from include/nanprop.h (which is generated), and checked against it by
+! tests/fortran.rs: every C function has its interface here, and the option types' fields sit at
+! the offsets the C compiler gives them (fortran_examples/layout.c against layout.f90). Strings
+! returned by C (nanprop_last_error, nanprop_version, nanprop_status_string,
+! nanprop_loaded_symbol) come back as Fortran strings. fortran_examples/newton.f90 is an
+! optimization loop: pattern once, plan once, a Jacobian every iteration.
 module nanprop
   use, intrinsic :: iso_c_binding
   implicit none
-  private :: c_strlen
+  private :: c_strlen, c_string, nanprop_version_c, nanprop_status_string_c, nanprop_loaded_symbol_c
 
   ! nanprop_status
   integer(c_int), parameter :: NANPROP_OK = 0
@@ -33,6 +37,18 @@ module nanprop
   integer(c_int32_t), parameter :: NANPROP_CONVENTION_FORTRAN_SQUARE = 5
   ! Added to a convention for a REAL*4 routine: NANPROP_CONVENTION_FORTRAN + NANPROP_CONVENTION_REAL4
   integer(c_int32_t), parameter :: NANPROP_CONVENTION_REAL4 = 256
+  ! nanprop_options%nonfinite_baseline
+  integer(c_int32_t), parameter :: NANPROP_NONFINITE_MARK_DENSE = 0, NANPROP_NONFINITE_ERROR = 1
+  ! Entry kinds (nanprop_pattern_entry_kinds)
+  integer(c_int8_t), parameter :: NANPROP_ENTRY_TRACED = 0, NANPROP_ENTRY_PERTURBATION = 1
+  integer(c_int8_t), parameter :: NANPROP_ENTRY_CHUNK = 2, NANPROP_ENTRY_UNRESOLVED = 3
+  integer(c_int8_t), parameter :: NANPROP_ENTRY_NONFINITE_ROW = 4, NANPROP_ENTRY_ASSUMED = 5
+  ! nanprop_coloring_options%order
+  integer(c_int32_t), parameter :: NANPROP_ORDER_BEST = 0, NANPROP_ORDER_NATURAL = 1
+  integer(c_int32_t), parameter :: NANPROP_ORDER_LARGEST_FIRST = 2, NANPROP_ORDER_SMALLEST_LAST = 3
+  integer(c_int32_t), parameter :: NANPROP_ORDER_INCIDENCE_DEGREE = 4
+  integer(c_int32_t), parameter :: NANPROP_ORDER_DYNAMIC_LARGEST_FIRST = 5
+  integer(c_int32_t), parameter :: NANPROP_ORDER_RANDOM = 6, NANPROP_ORDER_SATURATION = 7
 
   type, bind(C) :: nanprop_options
     integer(c_size_t) :: struct_size
@@ -246,6 +262,325 @@ module nanprop
       type(c_ptr), value :: b
     end subroutine
 
+    ! --- version and status
+    function nanprop_version_c() bind(C, name="nanprop_version") result(v)
+      import :: c_ptr
+      type(c_ptr) :: v
+    end function
+
+    function nanprop_status_string_c(status) bind(C, name="nanprop_status_string") result(v)
+      import :: c_ptr, c_int
+      integer(c_int), value :: status
+      type(c_ptr) :: v
+    end function
+
+    ! --- tracing at several points
+    function nanprop_trace_points(f, user_data, n, m, points, num_points, options, out) &
+        bind(C, name="nanprop_trace_points") result(status)
+      import :: c_funptr, c_ptr, c_size_t, c_double, c_int, nanprop_options
+      type(c_funptr), value :: f
+      type(c_ptr), value :: user_data
+      integer(c_size_t), value :: n, m, num_points
+      real(c_double), intent(in) :: points(*)
+      type(nanprop_options), intent(in) :: options
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function
+
+    ! --- pattern counters, kinds, copies
+    function nanprop_pattern_verification_evaluations(p) &
+        bind(C, name="nanprop_pattern_verification_evaluations") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: p
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_pattern_found_by_perturbation(p) &
+        bind(C, name="nanprop_pattern_found_by_perturbation") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: p
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_pattern_unresolved(p) bind(C, name="nanprop_pattern_unresolved") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: p
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_pattern_assumed(p) bind(C, name="nanprop_pattern_assumed") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: p
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_pattern_entry_kinds(p, kinds) bind(C, name="nanprop_pattern_entry_kinds") &
+        result(status)
+      import :: c_ptr, c_int8_t, c_int
+      type(c_ptr), value :: p
+      integer(c_int8_t), intent(out) :: kinds(*)
+      integer(c_int) :: status
+    end function
+
+    function nanprop_pattern_num_nonfinite_rows(p) &
+        bind(C, name="nanprop_pattern_num_nonfinite_rows") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: p
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_pattern_nonfinite_rows(p, rows) bind(C, name="nanprop_pattern_nonfinite_rows") &
+        result(status)
+      import :: c_ptr, c_size_t, c_int
+      type(c_ptr), value :: p
+      integer(c_size_t), intent(out) :: rows(*)
+      integer(c_int) :: status
+    end function
+
+    function nanprop_pattern_csc(p, col_ptr, row_idx) bind(C, name="nanprop_pattern_csc") result(status)
+      import :: c_ptr, c_size_t, c_int
+      type(c_ptr), value :: p
+      integer(c_size_t), intent(out) :: col_ptr(*), row_idx(*)
+      integer(c_int) :: status
+    end function
+
+    function nanprop_pattern_from_csr(m, n, row_ptr, col_idx, out) bind(C, name="nanprop_pattern_from_csr") &
+        result(status)
+      import :: c_ptr, c_size_t, c_int
+      integer(c_size_t), value :: m, n
+      integer(c_size_t), intent(in) :: row_ptr(*), col_idx(*)
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function
+
+    ! --- coloring and Jacobian plans (color once, evaluate many times)
+    function nanprop_coloring(p, options, colors, num_colors) bind(C, name="nanprop_coloring") result(status)
+      import :: c_ptr, c_size_t, c_int, nanprop_coloring_options
+      type(c_ptr), value :: p
+      type(nanprop_coloring_options), intent(in) :: options
+      integer(c_size_t), intent(out) :: colors(*)
+      integer(c_size_t), intent(out) :: num_colors
+      integer(c_int) :: status
+    end function
+
+    function nanprop_jacobian_plan_create(p, options, out) bind(C, name="nanprop_jacobian_plan_create") &
+        result(status)
+      import :: c_ptr, c_int, nanprop_jacobian_options
+      type(c_ptr), value :: p
+      type(nanprop_jacobian_options), intent(in) :: options
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function
+
+    function nanprop_jacobian_plan_num_colors(plan) bind(C, name="nanprop_jacobian_plan_num_colors") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: plan
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_jacobian_plan_values_len(plan) bind(C, name="nanprop_jacobian_plan_values_len") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: plan
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_jacobian_plan_colors(plan, colors) bind(C, name="nanprop_jacobian_plan_colors") &
+        result(status)
+      import :: c_ptr, c_size_t, c_int
+      type(c_ptr), value :: plan
+      integer(c_size_t), intent(out) :: colors(*)
+      integer(c_int) :: status
+    end function
+
+    ! fx: c_null_ptr, or c_loc of f(x) (m values), which saves one evaluation.
+    function nanprop_jacobian_plan_evaluate(plan, f, user_data, x, fx, values, evaluations) &
+        bind(C, name="nanprop_jacobian_plan_evaluate") result(status)
+      import :: c_ptr, c_funptr, c_double, c_size_t, c_int
+      type(c_ptr), value :: plan
+      type(c_funptr), value :: f
+      type(c_ptr), value :: user_data
+      real(c_double), intent(in) :: x(*)
+      type(c_ptr), value :: fx
+      real(c_double), intent(out) :: values(*)
+      integer(c_size_t), intent(out) :: evaluations
+      integer(c_int) :: status
+    end function
+
+    function nanprop_jacobian_plan_evaluate_f32(plan, f, user_data, x, fx, values, evaluations) &
+        bind(C, name="nanprop_jacobian_plan_evaluate_f32") result(status)
+      import :: c_ptr, c_funptr, c_float, c_size_t, c_int
+      type(c_ptr), value :: plan
+      type(c_funptr), value :: f
+      type(c_ptr), value :: user_data
+      real(c_float), intent(in) :: x(*)
+      type(c_ptr), value :: fx
+      real(c_float), intent(out) :: values(*)
+      integer(c_size_t), intent(out) :: evaluations
+      integer(c_int) :: status
+    end function
+
+    function nanprop_jacobian_plan_num_points(plan, with_fx) bind(C, name="nanprop_jacobian_plan_num_points") &
+        result(k)
+      import :: c_ptr, c_int, c_size_t
+      type(c_ptr), value :: plan
+      integer(c_int), value :: with_fx
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_jacobian_plan_point(plan, x, with_fx, k, xk) bind(C, name="nanprop_jacobian_plan_point") &
+        result(status)
+      import :: c_ptr, c_double, c_int, c_size_t
+      type(c_ptr), value :: plan
+      real(c_double), intent(in) :: x(*)
+      integer(c_int), value :: with_fx
+      integer(c_size_t), value :: k
+      real(c_double), intent(out) :: xk(*)
+      integer(c_int) :: status
+    end function
+
+    function nanprop_jacobian_plan_assemble(plan, x, fx, ys, values) bind(C, name="nanprop_jacobian_plan_assemble") &
+        result(status)
+      import :: c_ptr, c_double, c_int
+      type(c_ptr), value :: plan
+      real(c_double), intent(in) :: x(*)
+      type(c_ptr), value :: fx
+      real(c_double), intent(in) :: ys(*)
+      real(c_double), intent(out) :: values(*)
+      integer(c_int) :: status
+    end function
+
+    subroutine nanprop_jacobian_plan_free(plan) bind(C, name="nanprop_jacobian_plan_free")
+      import :: c_ptr
+      type(c_ptr), value :: plan
+    end subroutine
+
+    ! --- batch sessions (you run the evaluations)
+    function nanprop_session_create(n, m, x0, options, out) bind(C, name="nanprop_session_create") result(status)
+      import :: c_size_t, c_double, c_ptr, c_int, nanprop_options
+      integer(c_size_t), value :: n, m
+      real(c_double), intent(in) :: x0(*)
+      type(nanprop_options), intent(in) :: options
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function
+
+    function nanprop_session_ask(s, ids, capacity, count) bind(C, name="nanprop_session_ask") result(status)
+      import :: c_ptr, c_size_t, c_int
+      type(c_ptr), value :: s
+      integer(c_size_t), intent(out) :: ids(*)
+      integer(c_size_t), value :: capacity
+      integer(c_size_t), intent(out) :: count
+      integer(c_int) :: status
+    end function
+
+    function nanprop_session_input(s, id, x) bind(C, name="nanprop_session_input") result(status)
+      import :: c_ptr, c_size_t, c_double, c_int
+      type(c_ptr), value :: s
+      integer(c_size_t), value :: id
+      real(c_double), intent(out) :: x(*)
+      integer(c_int) :: status
+    end function
+
+    function nanprop_session_tell(s, id, y) bind(C, name="nanprop_session_tell") result(status)
+      import :: c_ptr, c_size_t, c_double, c_int
+      type(c_ptr), value :: s
+      integer(c_size_t), value :: id
+      real(c_double), intent(in) :: y(*)
+      integer(c_int) :: status
+    end function
+
+    function nanprop_session_fail(s, id, code) bind(C, name="nanprop_session_fail") result(status)
+      import :: c_ptr, c_size_t, c_int
+      type(c_ptr), value :: s
+      integer(c_size_t), value :: id
+      integer(c_int), value :: code
+      integer(c_int) :: status
+    end function
+
+    function nanprop_session_evaluations(s) bind(C, name="nanprop_session_evaluations") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: s
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_session_finish(s, out) bind(C, name="nanprop_session_finish") result(status)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: s
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function
+
+    subroutine nanprop_session_free(s) bind(C, name="nanprop_session_free")
+      import :: c_ptr
+      type(c_ptr), value :: s
+    end subroutine
+
+    ! --- loaded libraries: Jacobian, the black box, the resolved name
+    function nanprop_loaded_jacobian(b, x0, p, options, values, evaluations) &
+        bind(C, name="nanprop_loaded_jacobian") result(status)
+      import :: c_ptr, c_double, c_size_t, c_int, nanprop_jacobian_options
+      type(c_ptr), value :: b
+      real(c_double), intent(in) :: x0(*)
+      type(c_ptr), value :: p
+      type(nanprop_jacobian_options), intent(in) :: options
+      real(c_double), intent(out) :: values(*)
+      integer(c_size_t), intent(out) :: evaluations
+      integer(c_int) :: status
+    end function
+
+    function nanprop_loaded_blackbox(b, f, user_data) bind(C, name="nanprop_loaded_blackbox") result(status)
+      import :: c_ptr, c_funptr, c_int
+      type(c_ptr), value :: b
+      type(c_funptr), intent(out) :: f
+      type(c_ptr), intent(out) :: user_data
+      integer(c_int) :: status
+    end function
+
+    function nanprop_loaded_symbol_c(b) bind(C, name="nanprop_loaded_symbol") result(v)
+      import :: c_ptr
+      type(c_ptr), value :: b
+      type(c_ptr) :: v
+    end function
+
+    ! --- flag inputs (traced again whenever discrete inputs take new values)
+    function nanprop_flag_tracer_create(f, user_data, n, m, flags, num_flags, options, out) &
+        bind(C, name="nanprop_flag_tracer_create") result(status)
+      import :: c_funptr, c_ptr, c_size_t, c_int, nanprop_options
+      type(c_funptr), value :: f
+      type(c_ptr), value :: user_data
+      integer(c_size_t), value :: n, m, num_flags
+      integer(c_size_t), intent(in) :: flags(*)
+      type(nanprop_options), intent(in) :: options
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function
+
+    function nanprop_flag_tracer_observe(t, x, traced) bind(C, name="nanprop_flag_tracer_observe") result(status)
+      import :: c_ptr, c_double, c_int
+      type(c_ptr), value :: t
+      real(c_double), intent(in) :: x(*)
+      integer(c_int), intent(out) :: traced
+      integer(c_int) :: status
+    end function
+
+    function nanprop_flag_tracer_pattern(t, out) bind(C, name="nanprop_flag_tracer_pattern") result(status)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: t
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function
+
+    function nanprop_flag_tracer_traces(t) bind(C, name="nanprop_flag_tracer_traces") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: t
+      integer(c_size_t) :: k
+    end function
+
+    subroutine nanprop_flag_tracer_free(t) bind(C, name="nanprop_flag_tracer_free")
+      import :: c_ptr
+      type(c_ptr), value :: t
+    end subroutine
+
     function nanprop_last_error_c() bind(C, name="nanprop_last_error") result(msg)
       import :: c_ptr
       type(c_ptr) :: msg
@@ -260,20 +595,49 @@ module nanprop
 
 contains
 
+  ! A C string (NUL-terminated) as a Fortran string; "" for NULL.
+  function c_string(p) result(text)
+    type(c_ptr), intent(in) :: p
+    character(len=:), allocatable :: text
+    character(kind=c_char), pointer :: chars(:)
+    integer :: k, length
+    if (.not. c_associated(p)) then
+      text = ''
+      return
+    end if
+    length = int(c_strlen(p))
+    call c_f_pointer(p, chars, [length])
+    allocate(character(len=length) :: text)
+    do k = 1, length
+      text(k:k) = chars(k)
+    end do
+  end function c_string
+
   ! The message of the last failure on this thread, as a Fortran string.
   function nanprop_last_error() result(msg)
     character(len=:), allocatable :: msg
-    type(c_ptr) :: p
-    character(kind=c_char), pointer :: chars(:)
-    integer :: k, length
-    p = nanprop_last_error_c()
-    length = int(c_strlen(p))
-    call c_f_pointer(p, chars, [length])
-    allocate(character(len=length) :: msg)
-    do k = 1, length
-      msg(k:k) = chars(k)
-    end do
+    msg = c_string(nanprop_last_error_c())
   end function nanprop_last_error
+
+  ! The library's version, "MAJOR.MINOR.PATCH".
+  function nanprop_version() result(v)
+    character(len=:), allocatable :: v
+    v = c_string(nanprop_version_c())
+  end function nanprop_version
+
+  ! The name of a status code ("NANPROP_ERR_BLACKBOX", ...).
+  function nanprop_status_string(status) result(v)
+    integer(c_int), intent(in) :: status
+    character(len=:), allocatable :: v
+    v = c_string(nanprop_status_string_c(status))
+  end function nanprop_status_string
+
+  ! The symbol a loaded library resolved (e.g. "beam_").
+  function nanprop_loaded_symbol(b) result(v)
+    type(c_ptr), intent(in) :: b
+    character(len=:), allocatable :: v
+    v = c_string(nanprop_loaded_symbol_c(b))
+  end function nanprop_loaded_symbol
 
   ! The pattern in CSR form in default-kind integer arrays, 0-based, or 1-based when one_based
   ! is present and true (row i's columns are col_idx(row_ptr(i) : row_ptr(i+1) - 1)).

@@ -508,3 +508,96 @@ fn real4_routines_are_traced_exactly_and_differentiated_to_float_accuracy() {
     assert_eq!(seen, 118);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Compiles `sources` (after the module source) into a program linked with the library, in
+/// `dir`, and runs it; its output.
+fn fortran_program(dir: &Path, name: &str, sources: &[&str]) -> String {
+    let (shared, _) = c_libraries();
+    let libdir = shared.parent().unwrap();
+    let exe = dir.join(name);
+    let mut cmd = Command::new("gfortran");
+    cmd.arg("-J")
+        .arg(dir)
+        .arg(root().join("include/nanprop.f90"));
+    for src in sources {
+        cmd.arg(root().join("fortran_examples").join(src));
+    }
+    run(cmd
+        .arg(format!("-L{}", libdir.display()))
+        .arg("-lnanprop")
+        .arg(format!("-Wl,-rpath,{}", libdir.display()))
+        .arg("-o")
+        .arg(&exe));
+    run(Command::new(&exe).current_dir(dir))
+}
+
+#[test]
+fn the_module_binds_every_c_function() {
+    // The C API's functions, from the header; the module's bind(C) names.
+    let header = std::fs::read_to_string(root().join("include/nanprop.h")).unwrap();
+    let module = std::fs::read_to_string(root().join("include/nanprop.f90")).unwrap();
+    let mut c: Vec<String> = header
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('*') && !l.trim_start().starts_with("/*"))
+        .flat_map(|l| {
+            l.match_indices("nanprop_")
+                .filter_map(|(at, _)| {
+                    let rest = &l[at..];
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    rest[name.len()..].starts_with('(').then_some(name)
+                })
+                .collect::<Vec<_>>()
+        })
+        .filter(|name| !header.contains(&format!("(*{name})")))
+        .collect();
+    c.sort();
+    c.dedup();
+    let bound: std::collections::BTreeSet<&str> = module
+        .split("name=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    let missing: Vec<&String> = c.iter().filter(|n| !bound.contains(n.as_str())).collect();
+    assert!(c.len() > 50, "the header's functions were found: {c:?}");
+    assert!(
+        missing.is_empty(),
+        "C functions without a Fortran interface: {missing:?}"
+    );
+}
+
+#[test]
+fn the_module_option_types_match_c_field_by_field() {
+    if !gfortran_available() {
+        return;
+    }
+    let dir = scratch("layout");
+    let c_exe = dir.join("layout_c");
+    run(common::compiler()
+        .to_command()
+        .arg(format!("-I{}", root().join("include").display()))
+        .arg(root().join("fortran_examples/layout.c"))
+        .arg("-o")
+        .arg(&c_exe));
+    let c = run(&mut Command::new(&c_exe));
+    let f = fortran_program(&dir, "layout_f", &["layout.f90"]);
+    assert!(c.lines().count() >= 34, "{c}");
+    let (c, f): (Vec<&str>, Vec<&str>) = (c.lines().collect(), f.lines().map(str::trim).collect());
+    assert_eq!(c, f, "C (left) and Fortran (right) layouts differ");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_newton_loop_colors_once_and_evaluates_the_plan_every_iteration() {
+    if !gfortran_available() {
+        return;
+    }
+    let dir = scratch("newton");
+    let out = fortran_program(&dir, "newton", &["minpack_fcn.f", "newton.f90"]);
+    print!("{out}");
+    assert!(out.contains("newton: converged"), "{out}");
+    assert!(out.contains(", 0 failed"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
