@@ -65,7 +65,12 @@ pub(crate) fn run(a: &ColorArgs) -> Result<(), Failure> {
         })?;
     }
     if let Some(path) = &a.svg {
-        write_svg(path, &p, &c)?;
+        write_svg(
+            path,
+            &p,
+            &c,
+            &format!("{}: column coloring", a.file.display()),
+        )?;
     }
     println!(
         "n = {}, m = {}, nnz = {}, colors = {} (lower bound {}, order {}), n/colors = {:.2}, time = {seconds:.3} s",

@@ -1,7 +1,9 @@
 //! `nanprop jacobian`: a sparse Jacobian of a loaded function by compressed differences.
 
 use crate::args::{open, Load};
-use crate::output::{is_stdout, progress_bar, summary, warnings, write_file, write_svg, Counted};
+use crate::output::{
+    is_stdout, progress_bar, summary, warnings, write_file, write_jacobian_svg, Counted,
+};
 use crate::trace::{trace_loaded, TraceFlags};
 use crate::Failure;
 use clap::Args;
@@ -31,7 +33,7 @@ pub(crate) struct JacobianArgs {
     /// goes to standard error).
     #[arg(long)]
     pub(crate) out: PathBuf,
-    /// Write an SVG spy plot beside its column-compressed view.
+    /// Write an SVG picture of the Jacobian, each entry colored by its magnitude (log scale).
     #[arg(long)]
     pub(crate) svg: Option<PathBuf>,
 }
@@ -114,7 +116,12 @@ pub(crate) fn run(a: &JacobianArgs, quiet: bool) -> Result<(), Failure> {
     write_file(&a.out, |w| mtx::write_real(w, &p, &values, &note))?;
     let c = plan.coloring().clone();
     if let Some(path) = &a.svg {
-        write_svg(path, &p, &c)?;
+        let title = format!(
+            "Jacobian of {} ({}) at x0, {evaluations} evaluations",
+            f.path().display(),
+            f.symbol()
+        );
+        write_jacobian_svg(path, &p, &values, &title)?;
     }
     warnings(&p);
     summary(&p, c.num_colors, seconds, is_stdout(&a.out));

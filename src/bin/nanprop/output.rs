@@ -152,8 +152,27 @@ pub(crate) fn write_file(
         .map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-pub(crate) fn write_svg(path: &Path, p: &Pattern, c: &coloring::Coloring) -> Result<(), String> {
-    std::fs::write(path, svg::spy_and_compressed(p, &c.colors, c.num_colors))
+pub(crate) fn write_svg(
+    path: &Path,
+    p: &Pattern,
+    c: &coloring::Coloring,
+    title: &str,
+) -> Result<(), String> {
+    std::fs::write(
+        path,
+        svg::spy_and_compressed(p, &c.colors, c.num_colors, title),
+    )
+    .map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// A Jacobian's values as a picture colored by magnitude.
+pub(crate) fn write_jacobian_svg(
+    path: &Path,
+    p: &Pattern,
+    values: &[f64],
+    title: &str,
+) -> Result<(), String> {
+    std::fs::write(path, svg::jacobian(p, values, title))
         .map_err(|e| format!("writing {}: {e}", path.display()))
 }
 

@@ -189,7 +189,8 @@ pub(crate) fn run(a: &TraceArgs, quiet: bool) -> Result<(), Failure> {
         write_file(path, |w| mtx::write_kinds(w, &p, &note))?;
     }
     if let Some(path) = &a.svg {
-        write_svg(path, &p, &c)?;
+        let title = format!("{source}: {} evaluations", p.report.evaluations);
+        write_svg(path, &p, &c, &title)?;
     }
     warnings(&p);
     let to_stderr =
