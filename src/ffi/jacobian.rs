@@ -207,22 +207,39 @@ pub unsafe extern "C" fn nanprop_jacobian_f32(
         // SAFETY (all): arguments as documented.
         let pat = unsafe { pattern_ref(p)? };
         let f = c_black_box_f32(f, user_data)?;
-        if pat.rows() != m || pat.cols() != n {
-            return Err(Error::invalid(format!(
-                "n = {n}, m = {m} do not match the pattern ({} x {})",
-                pat.rows(),
-                pat.cols()
-            )));
-        }
-        not_null(x0, "x0")?;
-        not_null(values, "values")?;
-        let mut plan = JacobianPlan::new(pat, &unsafe { jacobian_from(options, n)? })?;
+        let mut plan = unsafe { plan_for(pat, n, m, x0, values, options)? };
         let x = unsafe { slice(x0, n, "x0")? };
         let values = unsafe { slice_mut(values, plan.values_len(), "values")? };
         let made = plan.evaluate_f32(f, x, None, values)?;
         write_optional(evaluations, made);
         Ok(())
     })
+}
+
+/// The plan of a one-off Jacobian (`nanprop_jacobian` and its f32 form): n and m checked
+/// against the pattern, x0 and values not NULL.
+///
+/// # Safety
+/// `options` as `nanprop_jacobian` documents.
+unsafe fn plan_for<X, V>(
+    pat: &crate::pattern::Pattern,
+    n: usize,
+    m: usize,
+    x0: *const X,
+    values: *mut V,
+    options: *const nanprop_jacobian_options,
+) -> Result<JacobianPlan> {
+    if pat.rows() != m || pat.cols() != n {
+        return Err(Error::invalid(format!(
+            "n = {n}, m = {m} do not match the pattern ({} x {})",
+            pat.rows(),
+            pat.cols()
+        )));
+    }
+    not_null(x0, "x0")?;
+    not_null(values, "values")?;
+    // SAFETY: by this function's contract.
+    JacobianPlan::new(pat, &unsafe { jacobian_from(options, n)? })
 }
 
 /// One Jacobian of any black box (a C callback, a loaded library) at x0.
@@ -240,17 +257,8 @@ pub(crate) unsafe fn jacobian_of(
     values: *mut f64,
     evaluations: *mut usize,
 ) -> Result<()> {
-    if pat.rows() != m || pat.cols() != n {
-        return Err(Error::invalid(format!(
-            "n = {n}, m = {m} do not match the pattern ({} x {})",
-            pat.rows(),
-            pat.cols()
-        )));
-    }
-    not_null(x0, "x0")?;
-    not_null(values, "values")?;
     // SAFETY (all): arrays sized as documented.
-    let mut plan = JacobianPlan::new(pat, &unsafe { jacobian_from(options, n)? })?;
+    let mut plan = unsafe { plan_for(pat, n, m, x0, values, options)? };
     let x = unsafe { slice(x0, n, "x0")? };
     let values = unsafe { slice_mut(values, plan.values_len(), "values")? };
     let made = plan.evaluate(f, x, None, values)?;
