@@ -499,7 +499,11 @@ mod tests {
         let own: Vec<u32> = (0..2_500).collect();
         let svg = spy_and_compressed(&dense, &own, 2_500, "dense");
         let traced = svg.matches(r##"fill="#1f4e9c""##).count();
-        assert_eq!(traced, MAX_BINS + 1, "one run per row, and the legend's swatch");
+        assert_eq!(
+            traced,
+            MAX_BINS + 1,
+            "one run per row, and the legend's swatch"
+        );
     }
 
     #[test]
