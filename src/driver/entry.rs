@@ -23,6 +23,7 @@ use super::{BlackBox, Executor, Progress};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fpenv::FpGuard;
 use crate::pattern::Pattern;
+use crate::precision::Precision;
 use crate::trace::journal::Journal;
 use crate::trace::points::Points;
 use crate::trace::session::{open_journal, TraceSession};
@@ -106,9 +107,10 @@ pub fn trace_flat(
 ) -> Result<Pattern> {
     let _fp = FpGuard::enter();
     options.validate()?;
-    // The check sizes its steps for the black box's own precision.
+    // The check sizes its steps for the black box's own precision (single when either the
+    // black box or the caller says so: a caller may know of float internals).
     let precise;
-    let options = if f.precision() == options.precision {
+    let options = if f.precision() == Precision::Double || options.precision == Precision::Single {
         options
     } else {
         precise = TraceOptions {

@@ -93,8 +93,10 @@ pub struct TraceOptions {
     /// by itself (path, size, modification time, symbol) whatever this says.
     pub function_id: Option<String>,
     /// The black box's floating-point format; it sizes the check's steps and its rounding
-    /// floor. [`crate::trace()`] sets it from [`crate::BlackBox::precision`]; set it yourself
-    /// for a batch session ([`crate::TraceSession`]) whose evaluations run in single precision.
+    /// floor. Default double; [`crate::trace()`] makes it single for a single-precision black
+    /// box ([`crate::BlackBox::precision`]), and the session for a double one whose tags come
+    /// back through a float. Set it yourself for a batch session ([`crate::TraceSession`])
+    /// whose evaluations run in single precision.
     pub precision: Precision,
 }
 
