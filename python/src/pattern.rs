@@ -30,7 +30,7 @@ pub struct PyPattern {
 }
 
 /// Reads an integer index array into sizes, refusing negative values.
-fn indices(a: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<usize>> {
+fn index_array(a: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<usize>> {
     let np = a.py().import("numpy")?;
     let a = np.getattr("ascontiguousarray")?.call1((a, "int64"))?;
     let a: PyReadonlyArray1<'_, i64> = a
@@ -52,10 +52,10 @@ impl PyPattern {
         m: usize,
         n: usize,
         indptr: &Bound<'_, PyAny>,
-        indices_: &Bound<'_, PyAny>,
+        indices: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
-        let row_ptr = indices(indptr, "indptr")?;
-        let col_idx = indices(indices_, "indices")?;
+        let row_ptr = index_array(indptr, "indptr")?;
+        let col_idx = index_array(indices, "indices")?;
         let inner = Pattern::from_csr(m, n, &row_ptr, &col_idx).map_err(to_py)?;
         Ok(PyPattern { inner })
     }
