@@ -7,16 +7,6 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// The entry kinds by value, as `nanprop.EntryKind` names them.
-pub const KIND_NAMES: [&str; 6] = [
-    "TRACED",
-    "PERTURBATION",
-    "CHUNK",
-    "UNRESOLVED",
-    "NONFINITE_ROW",
-    "ASSUMED",
-];
-
 /// A sparsity pattern: which outputs (rows) may depend on which inputs (columns), in CSR form,
 /// with a kind for every entry saying how it was found (`kinds`, aligned with `indices`; see
 /// `nanprop.EntryKind`) and the counters of the trace that found it.
@@ -190,15 +180,11 @@ impl PyPattern {
 
     fn __repr__(&self) -> String {
         let p = &self.inner;
-        let mut counts = [0usize; 6];
-        for &k in p.kinds() {
-            counts[k as usize] += 1;
-        }
-        let kinds: Vec<String> = KIND_NAMES
+        let counts = p.kind_counts();
+        let kinds: Vec<String> = EntryKind::ALL
             .iter()
-            .zip(counts)
-            .filter(|&(_, c)| c > 0)
-            .map(|(name, c)| format!("{}={c}", name.to_lowercase()))
+            .filter(|&&k| counts[k as usize] > 0)
+            .map(|&k| format!("{}={}", k.name().replace('-', "_"), counts[k as usize]))
             .collect();
         format!(
             "<nanprop.Pattern {} x {}, nnz={}, evaluations={}{}{}>",
@@ -232,6 +218,3 @@ pub fn pattern_of(p: &Bound<'_, PyAny>) -> PyResult<Pattern> {
         Err(_) => Ok(PyPattern::from_scipy(p)?.inner),
     }
 }
-
-/// An unused-import guard: `EntryKind` values are `KIND_NAMES` positions.
-const _: () = assert!(EntryKind::Assumed as usize == KIND_NAMES.len() - 1);

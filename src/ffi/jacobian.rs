@@ -369,15 +369,7 @@ pub unsafe extern "C" fn nanprop_jacobian_plan_evaluate(
         // SAFETY (all): arguments as documented.
         let plan = unsafe { plan_mut(plan)? };
         let mut f = c_black_box(f, user_data)?;
-        not_null(x, "x")?;
-        not_null(values, "values")?;
-        let (n, m) = (plan.coloring().colors.len(), plan.rows());
-        let x = unsafe { slice(x, n, "x")? };
-        let fx = match fx.is_null() {
-            true => None,
-            false => Some(unsafe { slice(fx, m, "fx")? }),
-        };
-        let values = unsafe { slice_mut(values, plan.values_len(), "values")? };
+        let (x, fx, values) = unsafe { plan_arrays(plan, x, fx, values)? };
         let made = plan.evaluate(&mut f, x, fx, values)?;
         write_optional(evaluations, made);
         Ok(())
@@ -403,19 +395,36 @@ pub unsafe extern "C" fn nanprop_jacobian_plan_evaluate_f32(
         // SAFETY (all): arguments as documented.
         let plan = unsafe { plan_mut(plan)? };
         let f = c_black_box_f32(f, user_data)?;
-        not_null(x, "x")?;
-        not_null(values, "values")?;
-        let (n, m) = (plan.coloring().colors.len(), plan.rows());
-        let x = unsafe { slice(x, n, "x")? };
-        let fx = match fx.is_null() {
-            true => None,
-            false => Some(unsafe { slice(fx, m, "fx")? }),
-        };
-        let values = unsafe { slice_mut(values, plan.values_len(), "values")? };
+        let (x, fx, values) = unsafe { plan_arrays(plan, x, fx, values)? };
         let made = plan.evaluate_f32(f, x, fx, values)?;
         write_optional(evaluations, made);
         Ok(())
     })
+}
+
+/// The arrays of a plan evaluation (either precision): x (n values, not NULL), fx (m values, or
+/// None for NULL), values (the plan's length, not NULL).
+///
+/// # Safety
+/// The pointers as `nanprop_jacobian_plan_evaluate` documents.
+#[allow(clippy::type_complexity)]
+unsafe fn plan_arrays<'a, T>(
+    plan: &JacobianPlan,
+    x: *const T,
+    fx: *const T,
+    values: *mut T,
+) -> Result<(&'a [T], Option<&'a [T]>, &'a mut [T])> {
+    not_null(x, "x")?;
+    not_null(values, "values")?;
+    let (n, m) = (plan.coloring().colors.len(), plan.rows());
+    // SAFETY (all): sizes as documented.
+    let x = unsafe { slice(x, n, "x")? };
+    let fx = match fx.is_null() {
+        true => None,
+        false => Some(unsafe { slice(fx, m, "fx")? }),
+    };
+    let values = unsafe { slice_mut(values, plan.values_len(), "values")? };
+    Ok((x, fx, values))
 }
 
 /// Frees a plan. NULL is a no-op.

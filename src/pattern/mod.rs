@@ -42,9 +42,32 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
+    /// Every kind, in the order of their values.
+    pub const ALL: [EntryKind; 6] = [
+        EntryKind::Traced,
+        EntryKind::Perturbation,
+        EntryKind::Chunk,
+        EntryKind::Unresolved,
+        EntryKind::NonFiniteRow,
+        EntryKind::Assumed,
+    ];
+
     /// The kind whose evidence is stronger (smaller is stronger: a proof beats a guess).
     pub fn strongest(self, other: EntryKind) -> EntryKind {
         self.min(other)
+    }
+
+    /// A short name: "traced", "perturbation", "chunk", "unresolved", "nonfinite-row",
+    /// "assumed".
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryKind::Traced => "traced",
+            EntryKind::Perturbation => "perturbation",
+            EntryKind::Chunk => "chunk",
+            EntryKind::Unresolved => "unresolved",
+            EntryKind::NonFiniteRow => "nonfinite-row",
+            EntryKind::Assumed => "assumed",
+        }
     }
 }
 
@@ -133,6 +156,16 @@ impl Pattern {
     pub fn contains(&self, i: usize, j: usize) -> bool {
         u32::try_from(j).is_ok_and(|j| self.row(i).binary_search(&j).is_ok())
     }
+    /// How many entries there are of each kind, indexed by the kind's value
+    /// ([`EntryKind::ALL`] order).
+    pub fn kind_counts(&self) -> [usize; 6] {
+        let mut counts = [0usize; 6];
+        for &k in &self.kinds {
+            counts[k as usize] += 1;
+        }
+        counts
+    }
+
     /// Rows whose output was NaN or Inf at `x0` (sorted). They are stored dense.
     pub fn nonfinite_rows(&self) -> &[u32] {
         &self.nonfinite_rows

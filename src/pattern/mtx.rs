@@ -29,22 +29,10 @@ pub fn write_pattern(w: &mut impl Write, p: &Pattern, comment: &str) -> std::io:
 /// kind, the rows non-finite at x0, the evaluations and whether a budget stopped the trace. For
 /// the header of a written pattern or Jacobian.
 pub fn provenance(p: &Pattern) -> String {
-    let mut counts = [0usize; 6];
-    for &k in p.kinds() {
-        counts[k as usize] += 1;
-    }
-    let names = [
-        "traced",
-        "perturbation",
-        "chunk",
-        "unresolved",
-        "nonfinite-row",
-        "assumed",
-    ];
-    let kinds: Vec<String> = names
+    let counts = p.kind_counts();
+    let kinds: Vec<String> = EntryKind::ALL
         .iter()
-        .zip(counts)
-        .map(|(name, c)| format!("{name} {c}"))
+        .map(|&k| format!("{} {}", k.name(), counts[k as usize]))
         .collect();
     let mut text = format!("entry kinds: {}", kinds.join(", "));
     if p.report.budget_exhausted {

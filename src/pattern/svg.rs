@@ -42,15 +42,6 @@ fn style(kind: EntryKind) -> (&'static str, &'static str, u8) {
     }
 }
 
-const KINDS: [EntryKind; 6] = [
-    EntryKind::Traced,
-    EntryKind::Perturbation,
-    EntryKind::Chunk,
-    EntryKind::Unresolved,
-    EntryKind::NonFiniteRow,
-    EntryKind::Assumed,
-];
-
 /// A distinct color for class `c` of `k` (hues spread around the wheel).
 fn hue(c: usize, k: usize) -> String {
     let h = (c as f64 * 360.0 / k.max(1) as f64 + 200.0) % 360.0;
@@ -246,12 +237,11 @@ pub fn spy_and_compressed(p: &Pattern, colors: &[u32], num_colors: usize, title:
     // Spy: per bin, the count and the highest-ranked kind.
     let mut count = vec![0u32; rows.bins * cols.bins];
     let mut rank = vec![0u8; rows.bins * cols.bins];
-    let mut kinds = [0usize; 6];
+    let kinds = p.kind_counts();
     for i in 0..p.rows() {
         let start = p.row_ptr()[i];
         for (k, &j) in p.row(i).iter().enumerate() {
             let kind = p.kinds()[start + k];
-            kinds[kind as usize] += 1;
             let b = rows.bin(i) * cols.bins + cols.bin(j as usize);
             count[b] += 1;
             rank[b] = rank[b].max(style(kind).2);
@@ -259,7 +249,7 @@ pub fn spy_and_compressed(p: &Pattern, colors: &[u32], num_colors: usize, title:
     }
     let by_rank: Vec<&str> = {
         let mut v = vec![""; 6];
-        for k in KINDS {
+        for k in EntryKind::ALL {
             let (_, color, r) = style(k);
             v[r as usize] = color;
         }
@@ -315,7 +305,7 @@ pub fn spy_and_compressed(p: &Pattern, colors: &[u32], num_colors: usize, title:
     }
     // Legend: the kinds present, and the bins.
     let mut y = TOP + rows.bins as f64 * c + 22.0;
-    for kind in KINDS {
+    for kind in EntryKind::ALL {
         let n = kinds[kind as usize];
         if n == 0 {
             continue;

@@ -1034,11 +1034,11 @@ impl TraceSession {
                 }
             }
         };
-        let count = |kind: EntryKind| pattern.kinds().iter().filter(|&&k| k == kind).count();
+        let counts = pattern.kind_counts();
         let (unresolved, found_by_perturbation, assumed) = (
-            count(EntryKind::Unresolved),
-            count(EntryKind::Perturbation),
-            count(EntryKind::Assumed),
+            counts[EntryKind::Unresolved as usize],
+            counts[EntryKind::Perturbation as usize],
+            counts[EntryKind::Assumed as usize],
         );
         let mut failed_columns = self.failed_columns;
         failed_columns.sort_unstable();

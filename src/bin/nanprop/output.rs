@@ -50,10 +50,17 @@ pub(crate) fn json_summary(
     source: &str,
     to_stderr: bool,
 ) {
-    let mut counts = [0usize; 6];
-    for &k in p.kinds() {
-        counts[k as usize] += 1;
-    }
+    let counts = p.kind_counts();
+    let kinds: Vec<String> = nanprop::EntryKind::ALL
+        .iter()
+        .map(|&k| {
+            format!(
+                "{}: {}",
+                json_string(&k.name().replace('-', "_")),
+                counts[k as usize]
+            )
+        })
+        .collect();
     let list = |v: &[u32]| {
         let items: Vec<String> = v.iter().map(|i| i.to_string()).collect();
         format!("[{}]", items.join(", "))
@@ -62,9 +69,7 @@ pub(crate) fn json_summary(
     let line = format!(
         "{{\"source\": {}, \"n\": {}, \"m\": {}, \"nnz\": {}, \"evaluations\": {}, \
          \"verification_evaluations\": {}, \"unresolved\": {}, \"assumed\": {}, \
-         \"budget_exhausted\": {}, \"kinds\": {{\"traced\": {}, \"perturbation\": {}, \
-         \"chunk\": {}, \"unresolved\": {}, \"nonfinite_row\": {}, \"assumed\": {}}}, \
-         \"nonfinite_rows\": {}, \"failed_columns\": {}, \"noise\": {:e}, \"colors\": {colors}, \
+         \"budget_exhausted\": {}, \"kinds\": {{{}}}, \"nonfinite_rows\": {}, \"failed_columns\": {}, \"noise\": {:e}, \"colors\": {colors}, \
          \"lower_bound\": {}, \"seconds\": {seconds:.6}}}",
         json_string(source),
         p.cols(),
@@ -75,12 +80,7 @@ pub(crate) fn json_summary(
         r.unresolved,
         r.assumed,
         r.budget_exhausted,
-        counts[0],
-        counts[1],
-        counts[2],
-        counts[3],
-        counts[4],
-        counts[5],
+        kinds.join(", "),
         list(p.nonfinite_rows()),
         list(&r.failed_columns),
         r.noise,
