@@ -37,6 +37,8 @@ module nanprop
   integer(c_int32_t), parameter :: NANPROP_CONVENTION_FORTRAN_SQUARE = 5
   ! Added to a convention for a REAL*4 routine: NANPROP_CONVENTION_FORTRAN + NANPROP_CONVENTION_REAL4
   integer(c_int32_t), parameter :: NANPROP_CONVENTION_REAL4 = 256
+  ! Added to a convention: the library is loaded only by the processes that call it (isolate, processes)
+  integer(c_int32_t), parameter :: NANPROP_CONVENTION_OPEN_IN_WORKER = 512
   ! nanprop_options%nonfinite_baseline
   integer(c_int32_t), parameter :: NANPROP_NONFINITE_MARK_DENSE = 0, NANPROP_NONFINITE_ERROR = 1
   ! Entry kinds (nanprop_pattern_entry_kinds)

@@ -831,6 +831,16 @@ nanprop_status nanprop_jacobian_plan_assemble(nanprop_jacobian_plan *plan,
 #define NANPROP_CONVENTION_REAL4 256
 
 /**
+ * Added (OR) to a convention: do not load the library into the calling process. A child
+ * process loads it to check it (the errors are the same; a library whose constructor aborts,
+ * crashes or calls `exit()` is NANPROP_ERR_BLACKBOX instead of the end of the caller), and
+ * each process that calls the function loads it there: with `isolate` or `processes` those
+ * are the workers, so the library's code never runs in the caller. Called in the caller (a
+ * trace without workers, a Jacobian), the library is loaded there on the first call.
+ */
+#define NANPROP_CONVENTION_OPEN_IN_WORKER 512
+
+/**
  * A stateful tracer for codes with discrete ("flag") inputs: it traces again whenever it sees
  * a new combination of flag values and keeps the union. Opaque; free it with
  * `nanprop_flag_tracer_free`.
@@ -936,12 +946,15 @@ void nanprop_session_free(nanprop_session *s);
  * `convention` (a NANPROP_CONVENTION_* value) as f: R^n -> R^m. Fortran names are tried as
  * given, lowercase with `_`, lowercase with `__` (names holding `_`), and uppercase.
  * `integer_bytes` is the size of the Fortran default INTEGER: 4 (also for 0) or 8
- * (-fdefault-integer-8). `convention | NANPROP_CONVENTION_REAL4` loads a REAL*4 routine.
+ * (-fdefault-integer-8). `convention | NANPROP_CONVENTION_REAL4` loads a REAL*4 routine;
+ * `convention | NANPROP_CONVENTION_OPEN_IN_WORKER` keeps the library out of this process.
  * `*out` is NULL on failure.
  *
  * Errors: NANPROP_ERR_INVALID_ARGUMENT: NULL path, symbol or out; n or m zero (sizes
  * missing); an unknown convention; the file not found; not a shared library (the loader's
  * message is included); the symbol not found (every name tried is listed, with the path).
+ * With NANPROP_CONVENTION_OPEN_IN_WORKER also NANPROP_ERR_BLACKBOX: loading the library ended
+ * the child that loaded it (the signal or exit status is named) or took over a minute.
  */
 nanprop_status nanprop_loaded_open(const char *path,
                                    const char *symbol,

@@ -69,3 +69,56 @@ pub(crate) fn reserve<T>(v: &mut Vec<T>, extra: usize, what: &str) -> Result<()>
     v.try_reserve(extra)
         .map_err(|_| Error::out_of_memory(what, v.len().saturating_add(extra)))
 }
+
+/// `len` copies of `value`, or [`ErrorKind::OutOfMemory`] naming `what`.
+pub(crate) fn filled<T: Clone>(value: T, len: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    reserve(&mut v, len, what)?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+/// A copy of `s`, or [`ErrorKind::OutOfMemory`] naming `what`.
+pub(crate) fn copied<T: Clone>(s: &[T], what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    reserve(&mut v, s.len(), what)?;
+    v.extend_from_slice(s);
+    Ok(v)
+}
+
+/// `len` cleared bits, or [`ErrorKind::OutOfMemory`] naming `what`.
+pub(crate) fn zero_bits(len: usize, what: &str) -> Result<bitvec::vec::BitVec> {
+    let words = filled(0usize, len.div_ceil(usize::BITS as usize), what)?;
+    let mut bits = bitvec::vec::BitVec::from_vec(words);
+    bits.truncate(len);
+    Ok(bits)
+}
+
+/// A copy of `bits`, or [`ErrorKind::OutOfMemory`] naming `what`.
+pub(crate) fn copied_bits(bits: &bitvec::vec::BitVec, what: &str) -> Result<bitvec::vec::BitVec> {
+    let mut copy = zero_bits(bits.len(), what)?;
+    copy.copy_from_bitslice(bits);
+    Ok(copy)
+}
+
+/// Pushes `x` onto `v`, growing it (amortized, as `push` does) or reporting
+/// [`ErrorKind::OutOfMemory`] naming `what`.
+#[inline]
+pub(crate) fn push<T>(v: &mut Vec<T>, x: T, what: &str) -> Result<()> {
+    if v.len() == v.capacity() {
+        reserve(v, 1, what)?;
+    }
+    v.push(x);
+    Ok(())
+}
+
+/// Collects `items` into a vector, or reports [`ErrorKind::OutOfMemory`] naming `what`.
+pub(crate) fn collect<T>(items: impl IntoIterator<Item = T>, what: &str) -> Result<Vec<T>> {
+    let items = items.into_iter();
+    let mut v = Vec::new();
+    reserve(&mut v, items.size_hint().0, what)?;
+    for x in items {
+        push(&mut v, x, what)?;
+    }
+    Ok(v)
+}

@@ -192,7 +192,9 @@ fn forward_and_central_match_analytic_jacobians() {
     for p in problems() {
         let pat = traced(&p);
         // The trace finds exactly the analytic structure (entries where J can be nonzero).
-        let colors = coloring::color(&pat, &ColoringOptions::default()).num_colors;
+        let colors = coloring::color(&pat, &ColoringOptions::default())
+            .unwrap()
+            .num_colors;
         let fw = JacobianOptions::default();
         let ce = JacobianOptions {
             difference: Difference::Central,
@@ -287,7 +289,7 @@ fn layouts_agree_and_fx_saves_an_evaluation() {
             ..Default::default()
         },
     );
-    let t = pat.transpose();
+    let t = pat.transpose().unwrap();
     let n = pat.cols();
     for j in 0..n {
         for k in t.col_ptr[j]..t.col_ptr[j + 1] {

@@ -366,6 +366,7 @@ fn the_check_costs_two_evaluations_per_color_where_nan_propagates() {
                 recolor_iterations: 0,
             },
         )
+        .unwrap()
         .num_colors;
         assert_eq!(p.col_idx(), truth.col_idx());
         assert_eq!(p.report.rechecked_rows, 0);

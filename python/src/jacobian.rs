@@ -47,7 +47,7 @@ pub fn coloring<'py>(
     recolor: usize,
 ) -> PyResult<(Bound<'py, PyArray1<i64>>, usize)> {
     let p = pattern_of(p)?;
-    let c = color(&p, &coloring_options(order, seed, recolor)?);
+    let c = color(&p, &coloring_options(order, seed, recolor)?).map_err(to_py)?;
     let colors: Vec<i64> = c.colors.iter().map(|&k| k as i64).collect();
     Ok((colors.into_pyarray(py), c.num_colors))
 }

@@ -319,7 +319,8 @@ fn coloring_table() {
                     seed: 0,
                     recolor_iterations: 0,
                 },
-            );
+            )
+            .expect("coloring");
             assert!(coloring::check(&p, &c.colors, c.num_colors).is_ok());
             let theirs = cp
                 .iter()
@@ -328,7 +329,7 @@ fn coloring_table() {
             cells.push(format!("{} / {theirs}", c.num_colors));
         }
         let start = Instant::now();
-        let best = coloring::color(&p, &ColoringOptions::default());
+        let best = coloring::color(&p, &ColoringOptions::default()).expect("coloring");
         let ours_ms = start.elapsed().as_secs_f64() * 1e3;
         assert!(coloring::check(&p, &best.colors, best.num_colors).is_ok());
         let cp_best = cp

@@ -1,6 +1,8 @@
 //! Bucket queues for the dynamic orders (smallest-last, incidence-degree, dynamic
 //! largest-first, saturation).
 
+use crate::error::{copied, filled, push, Result};
+
 /// Integer-keyed priority queue with O(1) key changes by one: one vector (a stack) per key,
 /// and each vertex's position in its bucket so it can be removed by swapping with the last.
 /// Ties go to the vertex pushed last, which is the usual convention of the degree-based orders
@@ -17,33 +19,34 @@ pub(super) struct BucketQueue {
 
 impl BucketQueue {
     /// Every vertex at key 0, stacked in `order` (the last comes out first at equal keys).
-    pub(super) fn all_zero_in_order(order: &[usize]) -> Self {
-        let mut q = BucketQueue::new(&vec![0; order.len()]);
-        q.buckets[0] = order.to_vec();
+    pub(super) fn all_zero_in_order(order: &[usize]) -> Result<Self> {
+        let mut q = BucketQueue::new(filled(0, order.len(), "vertex keys")?)?;
+        q.buckets[0] = copied(order, "a bucket")?;
         for (k, &v) in order.iter().enumerate() {
             q.pos[v] = k;
         }
-        q
+        Ok(q)
     }
 
-    pub(super) fn new(keys: &[usize]) -> Self {
+    /// Every vertex `v` at key `keys[v]`. Keys may grow by up to n (one per increment).
+    pub(super) fn new(keys: Vec<usize>) -> Result<Self> {
         let n = keys.len();
         let top = keys.iter().copied().max().unwrap_or(0) + n + 1;
-        let mut buckets = vec![Vec::new(); top + 1];
-        let mut pos = vec![0; n];
+        let mut buckets = filled(Vec::new(), top + 1, "buckets")?;
+        let mut pos = filled(0, n, "bucket positions")?;
         for (v, &k) in keys.iter().enumerate() {
             pos[v] = buckets[k].len();
-            buckets[k].push(v);
+            push(&mut buckets[k], v, "a bucket")?;
         }
-        BucketQueue {
-            key: keys.to_vec(),
-            pos,
-            buckets,
-            present: vec![true; n],
-            len: n,
+        Ok(BucketQueue {
             min: keys.iter().copied().min().unwrap_or(0),
             max: keys.iter().copied().max().unwrap_or(0),
-        }
+            key: keys,
+            pos,
+            buckets,
+            present: filled(true, n, "vertex flags")?,
+            len: n,
+        })
     }
 
     pub(super) fn remove(&mut self, v: usize) {
@@ -54,10 +57,10 @@ impl BucketQueue {
         bucket.pop();
     }
 
-    pub(super) fn push(&mut self, v: usize) {
+    pub(super) fn push(&mut self, v: usize) -> Result<()> {
         let bucket = &mut self.buckets[self.key[v]];
         self.pos[v] = bucket.len();
-        bucket.push(v);
+        push(bucket, v, "a bucket")
     }
 
     pub(super) fn take(&mut self, k: usize) -> usize {
@@ -87,21 +90,23 @@ impl BucketQueue {
         Some(self.take(self.max))
     }
 
-    pub(super) fn decrement(&mut self, v: usize) {
+    pub(super) fn decrement(&mut self, v: usize) -> Result<()> {
         if self.present[v] && self.key[v] > 0 {
             self.remove(v);
             self.key[v] -= 1;
-            self.push(v);
+            self.push(v)?;
             self.min = self.min.min(self.key[v]);
         }
+        Ok(())
     }
 
-    pub(super) fn increment(&mut self, v: usize) {
+    pub(super) fn increment(&mut self, v: usize) -> Result<()> {
         if self.present[v] {
             self.remove(v);
             self.key[v] += 1;
-            self.push(v);
+            self.push(v)?;
             self.max = self.max.max(self.key[v]);
         }
+        Ok(())
     }
 }

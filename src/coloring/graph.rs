@@ -4,6 +4,7 @@
 
 use super::buckets::BucketQueue;
 use super::Order;
+use crate::error::{collect, filled, push, reserve, Result};
 use crate::pattern::{Pattern, Transposed};
 use crate::rng::Rng;
 
@@ -16,13 +17,13 @@ pub(super) struct Graph<'a> {
 }
 
 impl<'a> Graph<'a> {
-    pub(super) fn new(p: &'a Pattern) -> Self {
-        Graph {
+    pub(super) fn new(p: &'a Pattern) -> Result<Self> {
+        Ok(Graph {
             p,
-            t: p.transpose(),
-            mark: vec![0; p.cols()],
+            t: p.transpose()?,
+            mark: filled(0, p.cols(), "column marks")?,
             generation: 0,
-        }
+        })
     }
 
     /// Calls `f` once for each distinct column sharing a row with `v` (not `v` itself).
@@ -45,20 +46,34 @@ impl<'a> Graph<'a> {
         }
     }
 
-    pub(super) fn degrees(&mut self) -> Vec<usize> {
-        (0..self.p.cols())
-            .map(|v| {
-                let mut d = 0;
-                self.for_each_neighbour(v, |_| d += 1);
-                d
-            })
-            .collect()
+    pub(super) fn degrees(&mut self) -> Result<Vec<usize>> {
+        let mut deg = filled(0, self.p.cols(), "degrees")?;
+        for (v, d) in deg.iter_mut().enumerate() {
+            self.for_each_neighbour(v, |_| *d += 1);
+        }
+        Ok(deg)
+    }
+
+    /// As [`Graph::for_each_neighbour`], for an `f` that can fail: the first error is returned
+    /// (the remaining neighbours are still visited, without `f`).
+    fn try_each_neighbour(
+        &mut self,
+        v: usize,
+        mut f: impl FnMut(usize) -> Result<()>,
+    ) -> Result<()> {
+        let mut outcome = Ok(());
+        self.for_each_neighbour(v, |w| {
+            if outcome.is_ok() {
+                outcome = f(w);
+            }
+        });
+        outcome
     }
 
     /// Greedy coloring in `order`; returns the colors and their count.
-    pub(super) fn greedy(&mut self, order: &[u32]) -> (Vec<u32>, usize) {
+    pub(super) fn greedy(&mut self, order: &[u32]) -> Result<(Vec<u32>, usize)> {
         let n = self.p.cols();
-        let mut color = vec![u32::MAX; n];
+        let mut color = filled(u32::MAX, n, "colors")?;
         let mut forbidden: Vec<u32> = Vec::new();
         let mut colors = 0usize;
         for &v in order {
@@ -72,19 +87,20 @@ impl<'a> Graph<'a> {
                     }
                 }
             }
-            let c = first_free(&mut forbidden, stamp);
+            let c = first_free(&mut forbidden, stamp)?;
             color[v] = c as u32;
             colors = colors.max(c + 1);
         }
-        (color, colors)
+        Ok((color, colors))
     }
 
-    pub(super) fn order(&mut self, order: Order) -> Vec<u32> {
+    pub(super) fn order(&mut self, order: Order) -> Result<Vec<u32>> {
         let n = self.p.cols();
-        match order {
-            Order::Natural => (0..n as u32).collect(),
+        let all = || collect(0..n as u32, "an order");
+        Ok(match order {
+            Order::Natural => all()?,
             Order::Random(seed) => {
-                let mut v: Vec<u32> = (0..n as u32).collect();
+                let mut v = all()?;
                 let mut rng = Rng::new(seed);
                 for k in (1..n).rev() {
                     v.swap(k, rng.below(k + 1));
@@ -92,58 +108,61 @@ impl<'a> Graph<'a> {
                 v
             }
             Order::LargestFirst => {
-                let deg = self.degrees();
-                let mut v: Vec<u32> = (0..n as u32).collect();
+                let deg = self.degrees()?;
+                let mut v = all()?;
                 v.sort_by_key(|&j| std::cmp::Reverse(deg[j as usize]));
                 v
             }
             Order::SmallestLast => {
-                let deg = self.degrees();
-                let mut q = BucketQueue::new(&deg);
-                let mut removed = Vec::with_capacity(n);
+                let mut q = BucketQueue::new(self.degrees()?)?;
+                let mut removed = Vec::new();
+                reserve(&mut removed, n, "an order")?;
                 while let Some(v) = q.pop_min() {
                     removed.push(v as u32);
-                    self.for_each_neighbour(v, |w| q.decrement(w));
+                    self.try_each_neighbour(v, |w| q.decrement(w))?;
                 }
                 removed.reverse();
                 removed
             }
             Order::DynamicLargestFirst => {
-                let deg = self.degrees();
-                let mut q = BucketQueue::new(&deg);
-                let mut out = Vec::with_capacity(n);
+                let mut q = BucketQueue::new(self.degrees()?)?;
+                let mut out = Vec::new();
+                reserve(&mut out, n, "an order")?;
                 while let Some(v) = q.pop_max() {
                     out.push(v as u32);
-                    self.for_each_neighbour(v, |w| q.decrement(w));
+                    self.try_each_neighbour(v, |w| q.decrement(w))?;
                 }
                 out
             }
-            Order::Saturation => self.saturation().0,
+            Order::Saturation => self.saturation()?.0,
             Order::IncidenceDegree => {
-                let mut q = BucketQueue::new(&vec![0; n]);
-                let mut out = Vec::with_capacity(n);
+                let mut q = BucketQueue::new(filled(0, n, "vertex keys")?)?;
+                let mut out = Vec::new();
+                reserve(&mut out, n, "an order")?;
                 while let Some(v) = q.pop_max() {
                     out.push(v as u32);
-                    self.for_each_neighbour(v, |w| q.increment(w));
+                    self.try_each_neighbour(v, |w| q.increment(w))?;
                 }
                 out
             }
-        }
+        })
     }
 
     /// DSATUR: colors as it orders. Returns the order taken, the colors and their count.
-    pub(super) fn saturation(&mut self) -> (Vec<u32>, Vec<u32>, usize) {
+    pub(super) fn saturation(&mut self) -> Result<(Vec<u32>, Vec<u32>, usize)> {
         let n = self.p.cols();
-        let deg = self.degrees();
+        let deg = self.degrees()?;
         // Key: the saturation, which only grows one step at a time. At equal saturation the
         // bucket's stack order decides: seeded by increasing degree, so the largest degree
         // starts, and a column that just gained a color comes out before older ties.
-        let mut by_degree: Vec<usize> = (0..n).collect();
+        let mut by_degree = collect(0..n, "an order")?;
         by_degree.sort_by_key(|&v| deg[v]);
-        let mut q = BucketQueue::all_zero_in_order(&by_degree);
-        let mut color = vec![u32::MAX; n];
-        let mut seen: Vec<Vec<u32>> = vec![Vec::new(); n];
-        let mut order = Vec::with_capacity(n);
+        let mut q = BucketQueue::all_zero_in_order(&by_degree)?;
+        drop(by_degree);
+        let mut color = filled(u32::MAX, n, "colors")?;
+        let mut seen: Vec<Vec<u32>> = filled(Vec::new(), n, "neighbour colors")?;
+        let mut order = Vec::new();
+        reserve(&mut order, n, "an order")?;
         let mut forbidden: Vec<u32> = Vec::new();
         let mut colors = 0usize;
         let mut newly = Vec::new();
@@ -153,22 +172,23 @@ impl<'a> Graph<'a> {
             for &c in &seen[v] {
                 forbidden[c as usize] = stamp;
             }
-            let c = first_free(&mut forbidden, stamp);
+            let c = first_free(&mut forbidden, stamp)?;
             color[v] = c as u32;
             colors = colors.max(c + 1);
             let c = c as u32;
             newly.clear();
-            self.for_each_neighbour(v, |w| {
+            self.try_each_neighbour(v, |w| {
                 if color[w] == u32::MAX && !seen[w].contains(&c) {
-                    newly.push(w);
+                    push(&mut newly, w, "neighbours")?;
                 }
-            });
+                Ok(())
+            })?;
             for &w in &newly {
-                seen[w].push(c);
-                q.increment(w);
+                push(&mut seen[w], c, "neighbour colors")?;
+                q.increment(w)?;
             }
         }
-        (order, color, colors)
+        Ok((order, color, colors))
     }
 
     /// Iterated greedy (Culberson): recolor with the classes of `colors` as the order, which
@@ -180,15 +200,15 @@ impl<'a> Graph<'a> {
         rounds: usize,
         seed: u64,
         target: usize,
-    ) -> (Vec<u32>, usize) {
+    ) -> Result<(Vec<u32>, usize)> {
         let mut rng = Rng::new(seed ^ 0x5EED);
         for round in 0..rounds {
             if count <= target {
                 break;
             }
-            let mut size = vec![0usize; count];
+            let mut size = filled(0usize, count, "class sizes")?;
             colors.iter().for_each(|&c| size[c as usize] += 1);
-            let mut classes: Vec<u32> = (0..count as u32).collect();
+            let mut classes = collect(0..count as u32, "classes")?;
             match round % 3 {
                 0 => classes.reverse(),
                 1 => classes.sort_by_key(|&c| std::cmp::Reverse(size[c as usize])),
@@ -198,30 +218,30 @@ impl<'a> Graph<'a> {
                     }
                 }
             }
-            let mut rank = vec![0u32; count];
+            let mut rank = filled(0u32, count, "class ranks")?;
             for (r, &c) in classes.iter().enumerate() {
                 rank[c as usize] = r as u32;
             }
-            let mut order: Vec<u32> = (0..colors.len() as u32).collect();
+            let mut order = collect(0..colors.len() as u32, "an order")?;
             order.sort_by_key(|&j| rank[colors[j as usize] as usize]);
-            let (new, new_count) = self.greedy(&order);
+            let (new, new_count) = self.greedy(&order)?;
             debug_assert!(new_count <= count, "iterated greedy never adds colors");
             (colors, count) = (new, new_count);
         }
-        (colors, count)
+        Ok((colors, count))
     }
 }
 
 /// The smallest color `c` with `forbidden[c] != stamp` (not used by a neighbour of the vertex
 /// being colored, which marked its neighbours' colors with `stamp`); grows `forbidden` by one
 /// when every existing color is taken.
-fn first_free(forbidden: &mut Vec<u32>, stamp: u32) -> usize {
+fn first_free(forbidden: &mut Vec<u32>, stamp: u32) -> Result<usize> {
     let c = forbidden
         .iter()
         .position(|&s| s != stamp)
         .unwrap_or(forbidden.len());
     if c == forbidden.len() {
-        forbidden.push(u32::MAX);
+        push(forbidden, u32::MAX, "colors")?;
     }
-    c
+    Ok(c)
 }

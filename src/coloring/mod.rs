@@ -159,20 +159,24 @@ pub fn check(p: &Pattern, colors: &[u32], num_colors: usize) -> Result<(), (usiz
 }
 
 /// Colors the columns of `p` (see the module docs).
-pub fn color(p: &Pattern, options: &ColoringOptions) -> Coloring {
+///
+/// # Errors
+/// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when the column graph's arrays
+/// (O(nnz + n)) do not fit.
+pub fn color(p: &Pattern, options: &ColoringOptions) -> crate::Result<Coloring> {
     let n = p.cols();
     let target = lower_bound(p).max(usize::from(n > 0));
     if target >= n {
         // A row holds every column: each column needs its own color, and building the column
         // graph would cost the square of that row's length (minutes at n = 2500, the dense
         // rows a budget leaves unresolved).
-        return Coloring {
-            colors: (0..n as u32).collect(),
+        return Ok(Coloring {
+            colors: crate::error::collect(0..n as u32, "colors")?,
             num_colors: n,
             order: Order::Natural,
-        };
+        });
     }
-    let mut g = Graph::new(p);
+    let mut g = Graph::new(p)?;
     let orders: Vec<Order> = match options.strategy {
         Strategy::BestOf => Order::all(options.seed).to_vec(),
         Strategy::Only(o) => vec![o],
@@ -180,11 +184,11 @@ pub fn color(p: &Pattern, options: &ColoringOptions) -> Coloring {
     let mut best: Option<Coloring> = None;
     for order in orders {
         let (colors, num_colors) = if order == Order::Saturation {
-            let (_, colors, k) = g.saturation();
+            let (_, colors, k) = g.saturation()?;
             (colors, k)
         } else {
-            let seq = g.order(order);
-            g.greedy(&seq)
+            let seq = g.order(order)?;
+            g.greedy(&seq)?
         };
         if best.as_ref().is_none_or(|b| num_colors < b.num_colors) {
             best = Some(Coloring {
@@ -204,12 +208,12 @@ pub fn color(p: &Pattern, options: &ColoringOptions) -> Coloring {
         options.recolor_iterations,
         options.seed,
         target,
-    );
-    Coloring {
+    )?;
+    Ok(Coloring {
         colors,
         num_colors,
         order: best.order,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -245,7 +249,7 @@ mod tests {
         ];
         for p in &patterns {
             for o in all_strategies() {
-                let c = color(p, &o);
+                let c = color(p, &o).unwrap();
                 assert_eq!(check(p, &c.colors, c.num_colors), Ok(()), "{o:?}");
                 assert!(c.num_colors >= lower_bound(p));
                 assert!(c.colors.iter().all(|&x| (x as usize) < c.num_colors));
@@ -262,15 +266,33 @@ mod tests {
     #[test]
     fn known_optimal_counts() {
         let opts = ColoringOptions::default();
-        assert_eq!(color(&synthetic::banded(1000, 1), &opts).num_colors, 3);
-        assert_eq!(color(&synthetic::banded(1000, 5), &opts).num_colors, 11);
         assert_eq!(
-            color(&synthetic::block_diagonal(1000, 10), &opts).num_colors,
+            color(&synthetic::banded(1000, 1), &opts)
+                .unwrap()
+                .num_colors,
+            3
+        );
+        assert_eq!(
+            color(&synthetic::banded(1000, 5), &opts)
+                .unwrap()
+                .num_colors,
+            11
+        );
+        assert_eq!(
+            color(&synthetic::block_diagonal(1000, 10), &opts)
+                .unwrap()
+                .num_colors,
             10
         );
-        assert_eq!(color(&synthetic::dense(4, 30), &opts).num_colors, 30);
+        assert_eq!(
+            color(&synthetic::dense(4, 30), &opts).unwrap().num_colors,
+            30
+        );
         // Arrowhead: the dense row forces n colors.
-        assert_eq!(color(&synthetic::arrowhead(50), &opts).num_colors, 50);
+        assert_eq!(
+            color(&synthetic::arrowhead(50), &opts).unwrap().num_colors,
+            50
+        );
     }
 
     #[test]
@@ -280,7 +302,7 @@ mod tests {
         let n = 3_000;
         let dense = synthetic::banded(n, n);
         for options in all_strategies() {
-            let c = color(&dense, &options);
+            let c = color(&dense, &options).unwrap();
             assert_eq!(c.num_colors, n);
             assert_eq!(c.order, Order::Natural, "the shortcut, not an order");
             assert!(check(&dense, &c.colors, c.num_colors).is_ok());
@@ -307,7 +329,8 @@ mod tests {
                     recolor_iterations: 0,
                     seed,
                 },
-            );
+            )
+            .unwrap();
             let iter = color(
                 &p,
                 &ColoringOptions {
@@ -315,7 +338,8 @@ mod tests {
                     recolor_iterations: 30,
                     seed,
                 },
-            );
+            )
+            .unwrap();
             assert!(iter.num_colors <= plain.num_colors);
             assert!(check(&p, &iter.colors, iter.num_colors).is_ok());
             gained += plain.num_colors - iter.num_colors;
@@ -329,8 +353,8 @@ mod tests {
     #[test]
     fn groups_list_each_column_once() {
         let p = synthetic::stencil_2d(6);
-        let c = color(&p, &ColoringOptions::default());
-        let (ptr, cols) = c.groups();
+        let c = color(&p, &ColoringOptions::default()).unwrap();
+        let (ptr, cols) = c.groups().unwrap();
         assert_eq!(ptr.len(), c.num_colors + 1);
         let mut all = cols.clone();
         all.sort_unstable();

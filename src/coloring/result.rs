@@ -2,6 +2,7 @@
 //! columns of each color (what decompression needs).
 
 use super::Order;
+use crate::error::{copied, filled, Result};
 
 /// A column coloring.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,20 +17,23 @@ pub struct Coloring {
 
 impl Coloring {
     /// The columns of each color, in increasing order (CSR over colors).
-    pub fn groups(&self) -> (Vec<usize>, Vec<u32>) {
-        let mut ptr = vec![0usize; self.num_colors + 1];
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when they do not fit.
+    pub fn groups(&self) -> Result<(Vec<usize>, Vec<u32>)> {
+        let mut ptr = filled(0usize, self.num_colors + 1, "color pointers")?;
         for &c in &self.colors {
             ptr[c as usize + 1] += 1;
         }
         for c in 0..self.num_colors {
             ptr[c + 1] += ptr[c];
         }
-        let mut next = ptr.clone();
-        let mut cols = vec![0u32; self.colors.len()];
+        let mut next = copied(&ptr, "color pointers")?;
+        let mut cols = filled(0u32, self.colors.len(), "columns by color")?;
         for (j, &c) in self.colors.iter().enumerate() {
             cols[next[c as usize]] = j as u32;
             next[c as usize] += 1;
         }
-        (ptr, cols)
+        Ok((ptr, cols))
     }
 }

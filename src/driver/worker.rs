@@ -174,6 +174,7 @@ impl Worker {
                 if let Some(seconds) = backstop {
                     libc::alarm(seconds);
                 }
+                default_fatal_signals();
             }
             let header = self.shared.header();
             let (sx, sy) = self.shared.xy_mut();
@@ -333,5 +334,25 @@ impl Backoff {
     pub fn nap(&mut self) {
         std::thread::sleep(self.0);
         self.0 = (self.0 * 2).min(Duration::from_millis(5));
+    }
+}
+
+/// Puts the default action back on the signals a crash raises (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+/// SIGABRT), in a forked child: a handler the host installed (Rust's stack-overflow handler,
+/// Python's faulthandler) must not swallow or report the child's crash as the host's. The
+/// child then dies of the signal, which is what its parent reads.
+///
+/// # Safety
+/// Only in a forked child that runs nothing of the host's afterwards.
+pub(crate) unsafe fn default_fatal_signals() {
+    for sig in [
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGILL,
+        libc::SIGFPE,
+        libc::SIGABRT,
+    ] {
+        // SAFETY: resetting a disposition to its default is always allowed.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
     }
 }

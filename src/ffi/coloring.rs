@@ -120,7 +120,7 @@ pub unsafe extern "C" fn nanprop_coloring(
         not_null(colors, "colors")?;
         not_null(num_colors, "num_colors")?;
         let o = coloring_from(&unsafe { read_versioned(options)? })?;
-        let c = coloring::color(p, &o);
+        let c = coloring::color(p, &o)?;
         unsafe { super::abi::copy_indices(colors, &c.colors, "colors")? };
         write_optional(num_colors, c.num_colors);
         Ok(())

@@ -38,6 +38,13 @@ pub const NANPROP_CONVENTION_FORTRAN_SQUARE: u32 = 5;
 /// converts at the call (tags survive, `shared/NAN_FACTS.md`) and sizes Jacobian steps for
 /// `float`.
 pub const NANPROP_CONVENTION_REAL4: u32 = 0x100;
+/// Added (OR) to a convention: do not load the library into the calling process. A child
+/// process loads it to check it (the errors are the same; a library whose constructor aborts,
+/// crashes or calls `exit()` is NANPROP_ERR_BLACKBOX instead of the end of the caller), and
+/// each process that calls the function loads it there: with `isolate` or `processes` those
+/// are the workers, so the library's code never runs in the caller. Called in the caller (a
+/// trace without workers, a Jacobian), the library is loaded there on the first call.
+pub const NANPROP_CONVENTION_OPEN_IN_WORKER: u32 = 0x200;
 
 /// A black box loaded from a shared library (loader mode). Opaque; close it with
 /// `nanprop_loaded_close`. The library stays loaded while the handle lives. A handle may be
@@ -57,12 +64,15 @@ unsafe fn loaded_ref<'a>(b: *const nanprop_loaded) -> Result<&'a nanprop_loaded>
 /// `convention` (a NANPROP_CONVENTION_* value) as f: R^n -> R^m. Fortran names are tried as
 /// given, lowercase with `_`, lowercase with `__` (names holding `_`), and uppercase.
 /// `integer_bytes` is the size of the Fortran default INTEGER: 4 (also for 0) or 8
-/// (-fdefault-integer-8). `convention | NANPROP_CONVENTION_REAL4` loads a REAL*4 routine.
+/// (-fdefault-integer-8). `convention | NANPROP_CONVENTION_REAL4` loads a REAL*4 routine;
+/// `convention | NANPROP_CONVENTION_OPEN_IN_WORKER` keeps the library out of this process.
 /// `*out` is NULL on failure.
 ///
 /// Errors: NANPROP_ERR_INVALID_ARGUMENT: NULL path, symbol or out; n or m zero (sizes
 /// missing); an unknown convention; the file not found; not a shared library (the loader's
 /// message is included); the symbol not found (every name tried is listed, with the path).
+/// With NANPROP_CONVENTION_OPEN_IN_WORKER also NANPROP_ERR_BLACKBOX: loading the library ended
+/// the child that loaded it (the signal or exit status is named) or took over a minute.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_loaded_open(
     path: *const c_char,
@@ -84,19 +94,21 @@ pub unsafe extern "C" fn nanprop_loaded_open(
             0 => Precision::Double,
             _ => Precision::Single,
         };
-        let convention = match convention & !NANPROP_CONVENTION_REAL4 {
-            NANPROP_CONVENTION_C => Convention::C,
-            NANPROP_CONVENTION_BLACKBOX => Convention::Blackbox,
-            NANPROP_CONVENTION_FORTRAN => Convention::Fortran,
-            NANPROP_CONVENTION_MINPACK_HYBRD => Convention::MinpackHybrd,
-            NANPROP_CONVENTION_MINPACK_LMDIF => Convention::MinpackLmdif,
-            NANPROP_CONVENTION_FORTRAN_SQUARE => Convention::FortranSquare,
-            c => {
-                return Err(Error::invalid(format!(
-                    "convention = {c} is not a NANPROP_CONVENTION_* value"
-                )))
-            }
-        };
+        let in_worker = convention & NANPROP_CONVENTION_OPEN_IN_WORKER != 0;
+        let convention =
+            match convention & !(NANPROP_CONVENTION_REAL4 | NANPROP_CONVENTION_OPEN_IN_WORKER) {
+                NANPROP_CONVENTION_C => Convention::C,
+                NANPROP_CONVENTION_BLACKBOX => Convention::Blackbox,
+                NANPROP_CONVENTION_FORTRAN => Convention::Fortran,
+                NANPROP_CONVENTION_MINPACK_HYBRD => Convention::MinpackHybrd,
+                NANPROP_CONVENTION_MINPACK_LMDIF => Convention::MinpackLmdif,
+                NANPROP_CONVENTION_FORTRAN_SQUARE => Convention::FortranSquare,
+                c => {
+                    return Err(Error::invalid(format!(
+                        "convention = {c} is not a NANPROP_CONVENTION_* value"
+                    )))
+                }
+            };
         let int_kind = match integer_bytes {
             0 | 4 => IntKind::I4,
             8 => IntKind::I8,
@@ -106,7 +118,11 @@ pub unsafe extern "C" fn nanprop_loaded_open(
                 )))
             }
         };
-        let inner = LoadedBlackBox::open(&path, &symbol, convention, n, m, int_kind, real)?;
+        let open = match in_worker {
+            true => LoadedBlackBox::open_in_worker,
+            false => LoadedBlackBox::open,
+        };
+        let inner = open(&path, &symbol, convention, n, m, int_kind, real)?;
         // A symbol name from dlsym has no interior NUL.
         let symbol = CString::new(inner.symbol()).unwrap_or_default();
         give(out, nanprop_loaded { inner, symbol });

@@ -284,7 +284,7 @@ pub unsafe extern "C" fn nanprop_pattern_csc(
         let p = unsafe { pattern_ref(p)? };
         not_null(col_ptr, "col_ptr")?;
         unsafe { slice_mut(row_idx, p.nnz(), "row_idx")? };
-        let t = p.transpose();
+        let t = p.transpose()?;
         unsafe { slice_mut(col_ptr, p.cols() + 1, "col_ptr")? }.copy_from_slice(&t.col_ptr);
         unsafe { copy_indices(row_idx, &t.row_idx, "row_idx") }
     })

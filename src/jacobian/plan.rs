@@ -66,9 +66,9 @@ impl JacobianPlan {
                 Error::invalid(format!("a dense {m} x {n} Jacobian does not fit in memory"))
             })?,
         };
-        let coloring = coloring::color(p, &options.coloring);
-        let (group_ptr, group_cols) = coloring.groups();
-        let t = p.transpose();
+        let coloring = coloring::color(p, &options.coloring)?;
+        let (group_ptr, group_cols) = coloring.groups()?;
+        let t = p.transpose()?;
         // Entries grouped by color: the columns of a group in order, each with its rows.
         let mut entry_ptr = vec![0usize; coloring.num_colors + 1];
         let (mut entry_row, mut entry_col, mut entry_out) = (

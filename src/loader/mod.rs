@@ -39,7 +39,9 @@ use crate::error::{Error, Result};
 use crate::precision::Precision;
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
+mod child;
 mod convention;
 
 pub use convention::{candidate_names, Convention, IntKind};
@@ -56,9 +58,15 @@ type Lmdif4 = unsafe extern "C" fn(*const i32, *const i32, *const f64, *mut f64,
 type Lmdif8 = unsafe extern "C" fn(*const i64, *const i64, *const f64, *mut f64, *mut i64);
 
 /// A black box loaded from a shared library. The library stays loaded while this lives.
+///
+/// Opened with [`LoadedBlackBox::open`], the library is loaded into this process at once.
+/// Opened with [`LoadedBlackBox::open_in_worker`], it is loaded only by a process that calls the
+/// function: under `isolate` or `processes` those are the forked workers, so the library's
+/// constructors never run in the caller's process (one that aborts or calls `exit()` is an
+/// error, not the end of the caller).
 pub struct LoadedBlackBox {
-    // Field order matters: the function pointer must not outlive the library.
-    function: *const c_void,
+    /// The library and the function's address, once loaded in this process.
+    loaded: OnceLock<Loaded>,
     convention: Convention,
     int_kind: IntKind,
     /// REAL*8 (double) or REAL*4 (float) arguments.
@@ -69,17 +77,67 @@ pub struct LoadedBlackBox {
     path: PathBuf,
     /// What identifies the function for a journal (see [`LoadedBlackBox::open`]).
     identity: String,
+}
+
+/// A library loaded into this process and the function's address in it.
+struct Loaded {
+    // Field order matters: the function pointer must not outlive the library.
+    function: *const c_void,
     _library: libloading::Library,
 }
 
-// SAFETY: the struct owns the library handle and a code pointer, and is never changed after
-// opening; moving it to another thread, or calling through `&self` from several, is as safe as
-// the loaded *function* is, which is the caller's declaration: nanprop calls it from one thread
-// at a time unless the caller asks for threads (`BlackBox::shared` returns None here; the C ABI
-// declares it for callers that set `threads`).
-unsafe impl Send for LoadedBlackBox {}
+// SAFETY: the library handle and a code pointer, never changed after loading; moving them to
+// another thread, or calling through `&self` from several, is as safe as the loaded *function*
+// is, which is the caller's declaration: nanprop calls it from one thread at a time unless the
+// caller asks for threads (`BlackBox::shared` returns None for a handle; the C ABI declares it
+// for callers that set `threads`).
+unsafe impl Send for Loaded {}
 // SAFETY: as above.
-unsafe impl Sync for LoadedBlackBox {}
+unsafe impl Sync for Loaded {}
+
+/// Loads `path` and resolves `symbol` (see the module docs for the names tried): the library,
+/// the name that resolved and the function's address.
+fn load(path: &Path, symbol: &str) -> Result<(Loaded, String)> {
+    // SAFETY: loading runs the library's initializers; that is what the caller asked for.
+    // RTLD_NOW binds every symbol now, so a missing dependency is an error here, not a
+    // "symbol lookup error" that ends the process in the middle of a trace.
+    let library = unsafe {
+        libloading::os::unix::Library::open(
+            Some(path),
+            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL,
+        )
+    }
+    .map(libloading::Library::from)
+    .map_err(|e| match path.exists() {
+        true => Error::invalid(format!(
+            "{} is not a loadable shared library: {e}",
+            path.display()
+        )),
+        false => Error::invalid(format!(
+            "library {} not found: not in the current directory, and the system's library \
+             search says: {e}",
+            path.display()
+        )),
+    })?;
+    let names = candidate_names(symbol);
+    for name in &names {
+        // SAFETY: only the address is taken here; the signature it is called with later is
+        // the caller's promise (module docs).
+        if let Ok(sym) = unsafe { library.get::<unsafe extern "C" fn()>(name.as_bytes()) } {
+            let function = *sym as *const c_void;
+            let loaded = Loaded {
+                function,
+                _library: library,
+            };
+            return Ok((loaded, name.clone()));
+        }
+    }
+    Err(Error::invalid(format!(
+        "symbol {symbol} not found in {} (names tried: {})",
+        path.display(),
+        names.join(", ")
+    )))
+}
 
 /// What identifies a loaded function for a journal: the library's canonical path, size and
 /// modification time (so a rebuilt library is another function), the symbol and how it is
@@ -147,6 +205,48 @@ impl LoadedBlackBox {
         int_kind: IntKind,
         real: Precision,
     ) -> Result<Self> {
+        let mut f = Self::unloaded(path, symbol, convention, n, m, int_kind, real)?;
+        let (loaded, resolved) = load(&f.path, symbol)?;
+        f.finish_open(resolved);
+        f.loaded = OnceLock::from(loaded);
+        Ok(f)
+    }
+
+    /// As [`LoadedBlackBox::open`], without loading the library into this process: a forked
+    /// child loads it and resolves the symbol (the same errors are reported from there), and
+    /// then every process that calls the function loads it on its first call. Meant for
+    /// `isolate` and `processes`, whose workers are those processes: the library's
+    /// constructors then never run in the caller's process. Called in this process (a trace
+    /// without workers, a Jacobian), the function is loaded here on its first call.
+    ///
+    /// Errors: as `open`; also [`crate::ErrorKind::BlackBox`] when loading the library ended the
+    /// child (a constructor that aborts, crashes or calls `exit()`: the signal or exit status
+    /// is named), and [`crate::ErrorKind::Internal`] when no child could be made.
+    pub fn open_in_worker(
+        path: &Path,
+        symbol: &str,
+        convention: Convention,
+        n: usize,
+        m: usize,
+        int_kind: IntKind,
+        real: Precision,
+    ) -> Result<Self> {
+        let mut f = Self::unloaded(path, symbol, convention, n, m, int_kind, real)?;
+        let resolved = child::try_load(&f.path, symbol)?;
+        f.finish_open(resolved);
+        Ok(f)
+    }
+
+    /// The arguments checked and the file found; nothing loaded yet.
+    fn unloaded(
+        path: &Path,
+        symbol: &str,
+        convention: Convention,
+        n: usize,
+        m: usize,
+        int_kind: IntKind,
+        real: Precision,
+    ) -> Result<Self> {
         if n == 0 || m == 0 {
             return Err(Error::invalid(format!(
                 "the sizes of the loaded function are missing (n = {n}, m = {m})"
@@ -170,58 +270,41 @@ impl LoadedBlackBox {
                 "n = {n} or m = {m} does not fit the loaded code's INTEGER"
             )));
         }
-        let path = &resolve(path)?;
-        // SAFETY: loading runs the library's initializers; that is what the caller asked for.
-        // RTLD_NOW binds every symbol now, so a missing dependency is an error here, not a
-        // "symbol lookup error" that ends the process in the middle of a trace.
-        let library = unsafe {
-            libloading::os::unix::Library::open(
-                Some(path),
-                libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL,
-            )
-        }
-        .map(libloading::Library::from)
-        .map_err(|e| match path.exists() {
-            true => Error::invalid(format!(
-                "{} is not a loadable shared library: {e}",
-                path.display()
-            )),
-            false => Error::invalid(format!(
-                "library {} not found: not in the current directory, and the system's library \
-                 search says: {e}",
-                path.display()
-            )),
-        })?;
-        let names = candidate_names(symbol);
-        let mut found = None;
-        for name in &names {
-            // SAFETY: only the address is taken here; the signature it is called with later is
-            // the caller's promise (module docs).
-            if let Ok(sym) = unsafe { library.get::<unsafe extern "C" fn()>(name.as_bytes()) } {
-                found = Some((name.clone(), *sym as *const c_void));
-                break;
-            }
-        }
-        let (resolved, function) = found.ok_or_else(|| {
-            Error::invalid(format!(
-                "symbol {symbol} not found in {} (names tried: {})",
-                path.display(),
-                names.join(", ")
-            ))
-        })?;
-        let identity = identity_of(path, &resolved, convention, int_kind, real);
         Ok(LoadedBlackBox {
-            identity,
-            function,
+            loaded: OnceLock::new(),
+            identity: String::new(),
             convention,
             int_kind,
             real,
             n,
             m,
-            symbol: resolved,
-            path: path.to_path_buf(),
-            _library: library,
+            symbol: symbol.to_string(),
+            path: resolve(path)?,
         })
+    }
+
+    /// Records the name that resolved, and the identity that follows from it.
+    fn finish_open(&mut self, resolved: String) {
+        self.identity = identity_of(
+            &self.path,
+            &resolved,
+            self.convention,
+            self.int_kind,
+            self.real,
+        );
+        self.symbol = resolved;
+    }
+
+    /// The function's address, loading the library into this process first if it is not yet
+    /// (a handle from [`LoadedBlackBox::open_in_worker`]).
+    fn function(&self) -> std::result::Result<*const c_void, Failure> {
+        if let Some(l) = self.loaded.get() {
+            return Ok(l.function);
+        }
+        let (loaded, _) = load(&self.path, &self.symbol).map_err(|e| Failure::NotRun(e.message))?;
+        // Two threads may both load; the loser's handle is dropped (dlclose of a reference).
+        let _ = self.loaded.set(loaded);
+        Ok(self.loaded.get().expect("set above").function)
     }
 
     /// The name that resolved (e.g. `beam_`).
@@ -301,15 +384,16 @@ impl LoadedBlackBox {
     /// As [`LoadedBlackBox::call`], with a breach of the contract that a REAL*4 routine's
     /// `float` buffers show (a write past `y[m-1]`, a changed input) reported as such.
     pub fn call_checked(&self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), Failure> {
+        let f = self.function()?;
         match self.real {
             Precision::Double => self
-                .call_raw(x.as_ptr(), y.as_mut_ptr())
+                .call_raw(f, x.as_ptr(), y.as_mut_ptr())
                 .map_err(Failure::Returned),
             Precision::Single => {
                 // REAL*4: converted, and its contract checked, in float buffers made per call
                 // (a handle is shared between threads); see crate::driver::single.
                 let raw = |x: &[f32], y: &mut [f32]| {
-                    self.call_raw(x.as_ptr().cast::<f64>(), y.as_mut_ptr().cast::<f64>())
+                    self.call_raw(f, x.as_ptr().cast::<f64>(), y.as_mut_ptr().cast::<f64>())
                 };
                 let mut single =
                     Single::new(raw, self.n, self.m).map_err(|e| Failure::NotRun(e.message))?;
@@ -365,8 +449,12 @@ impl LoadedBlackBox {
 
     /// Calls the routine with argument pointers of its own REAL kind (`xp` and `yp` point to n
     /// and m values of that kind, cast).
-    fn call_raw(&self, xp: *const f64, yp: *mut f64) -> std::result::Result<(), i32> {
-        let f = self.function;
+    fn call_raw(
+        &self,
+        f: *const c_void,
+        xp: *const f64,
+        yp: *mut f64,
+    ) -> std::result::Result<(), i32> {
         // SAFETY (all arms): the symbol has the signature of `convention` (the caller's promise,
         // see the module docs); x and y hold n and m values.
         unsafe {

@@ -173,17 +173,20 @@ impl Pattern {
     /// The pattern by columns (CSC): `col_ptr` (n + 1) and the row indices of each column,
     /// increasing, plus for each CSC entry its position in the CSR order (so values stored in
     /// CSR order can be read column by column). O(nnz + n).
-    pub fn transpose(&self) -> Transposed {
-        let mut col_ptr = vec![0usize; self.n + 1];
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when the copy does not fit.
+    pub fn transpose(&self) -> Result<Transposed> {
+        let mut col_ptr = crate::error::filled(0usize, self.n + 1, "column pointers")?;
         for &j in &self.col_idx {
             col_ptr[j as usize + 1] += 1;
         }
         for j in 0..self.n {
             col_ptr[j + 1] += col_ptr[j];
         }
-        let mut next = col_ptr.clone();
-        let mut row_idx = vec![0u32; self.nnz()];
-        let mut csr_pos = vec![0usize; self.nnz()];
+        let mut next = crate::error::copied(&col_ptr, "column pointers")?;
+        let mut row_idx = crate::error::filled(0u32, self.nnz(), "row indices")?;
+        let mut csr_pos = crate::error::filled(0usize, self.nnz(), "entry positions")?;
         for i in 0..self.m {
             for k in self.row_ptr[i]..self.row_ptr[i + 1] {
                 let j = self.col_idx[k] as usize;
@@ -192,11 +195,11 @@ impl Pattern {
                 next[j] += 1;
             }
         }
-        Transposed {
+        Ok(Transposed {
             col_ptr,
             row_idx,
             csr_pos,
-        }
+        })
     }
 
     /// The union of two patterns of the same shape: every entry of either, each with the stronger

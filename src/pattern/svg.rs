@@ -468,7 +468,7 @@ mod tests {
     #[test]
     fn small_patterns_draw_every_entry_and_large_ones_stay_bounded() {
         let p = synthetic::banded(20, 1);
-        let c = color(&p, &ColoringOptions::default());
+        let c = color(&p, &ColoringOptions::default()).unwrap();
         let svg = spy_and_compressed(&p, &c.colors, c.num_colors, "banded");
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         // Background, two frames, one legend swatch; in the spy plot one rectangle per row (its
@@ -478,7 +478,7 @@ mod tests {
         assert!(svg.contains("traced: 58"), "the legend counts the kinds");
         assert!(!svg.contains("each cell: a block"), "not binned");
         let big = synthetic::banded(40_000, 1);
-        let c = color(&big, &ColoringOptions::default());
+        let c = color(&big, &ColoringOptions::default()).unwrap();
         let svg = spy_and_compressed(&big, &c.colors, c.num_colors, "banded");
         assert!(svg.matches("<rect").count() <= 8 + MAX_BINS * MAX_BINS + MAX_BINS * 3);
         assert!(svg.contains("each cell: a block of about 167 x 167 entries"));

@@ -6,7 +6,7 @@
 //! input still proves that entry ([`EntryKind::Traced`]). All probes form a single step.
 
 use super::Planner;
-use crate::error::{reserve, Result};
+use crate::error::{collect, reserve, zero_bits, Error, Result};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
 use crate::probe::{Hit, Probe};
 use bitvec::prelude::*;
@@ -23,17 +23,21 @@ pub struct Chunked {
 
 impl Chunked {
     /// A planner probing `k >= 1` adjacent inputs at a time, for the given baseline outputs.
-    pub fn new(n: usize, k: usize, baseline: Vec<f64>) -> Self {
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when its O(n / k) flags do
+    /// not fit.
+    pub fn new(n: usize, k: usize, baseline: Vec<f64>) -> Result<Self> {
         let k = k.clamp(1, n);
         let chunks = n.div_ceil(k);
-        Chunked {
+        Ok(Chunked {
             n,
             k,
             baseline,
             asked: false,
-            told: bitvec![0; chunks],
+            told: zero_bits(chunks, "chunks told")?,
             found: Vec::new(),
-        }
+        })
     }
 
     fn chunk_cols(&self, c: usize) -> std::ops::Range<u32> {
@@ -50,17 +54,24 @@ impl Planner for Chunked {
         let mut probes = Vec::new();
         reserve(&mut probes, self.told.len(), "probes")?;
         for c in 0..self.told.len() {
-            probes.push(Probe::new(self.chunk_cols(c).collect(), self.n));
+            let cols = collect(self.chunk_cols(c), "probe columns")?;
+            probes.push(Probe::new(cols, self.n));
         }
         Ok(probes)
     }
 
-    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> usize {
+    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> Result<usize> {
         self.told.set(k, true);
         let chunk = self.chunk_cols(k);
         let single = chunk.len() == 1;
         let found = &mut self.found;
-        probe.observe(&self.baseline, y, perturbed, |i, hit| {
+        let mut room = true;
+        let via_float = probe.observe(&self.baseline, y, perturbed, |i, hit| {
+            // Room for what this output can add: a traced column and the chunk's columns.
+            room &= reserve(found, chunk.len() + 1, "entries").is_ok();
+            if !room {
+                return;
+            }
             if let Hit::Dep(j) = hit {
                 found.push((i, j, EntryKind::Traced));
             }
@@ -73,7 +84,11 @@ impl Planner for Chunked {
             } else {
                 found.extend(chunk.clone().map(|j| (i, j, EntryKind::Chunk)));
             }
-        })
+        });
+        match room {
+            true => Ok(via_float),
+            false => Err(Error::out_of_memory("entries", self.found.len())),
+        }
     }
 
     fn claims(&self, _k: usize, _probe: &Probe, y: &[f64]) -> bool {

@@ -29,7 +29,7 @@ pub trait Planner {
     /// rows verification flagged for it (`perturbed`, increasing: unchanged in `y` but changed
     /// by a finite step on the probe's inputs; see [`crate::probe::Hit::Perturbed`]). Returns
     /// how many tags came back through single precision.
-    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> usize;
+    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> Result<usize>;
 
     /// Whether the outputs `y` of probe `k` (not told yet) prove a zero that the planner would
     /// use: some output unchanged where the probe tests one of the row's unknown inputs. Only

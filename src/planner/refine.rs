@@ -99,7 +99,7 @@
 //! sparse patterns: tridiagonal n = m = 10^6 takes about 2 s of library time and 170 MB.
 
 use super::Planner;
-use crate::error::{reserve, Result};
+use crate::error::{collect, copied, filled, push, reserve, zero_bits, Error, Result};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
 use crate::probe::{Hit, Probe};
 use bitvec::prelude::*;
@@ -197,28 +197,32 @@ impl Refine {
     /// reported as `capped` ([`EntryKind::Assumed`] under the default cap,
     /// [`EntryKind::Unresolved`] under a caller's budget). Rows whose baseline is not finite are
     /// not traced.
-    pub fn new(n: usize, baseline: Vec<f64>, cap: usize, capped: EntryKind) -> Self {
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when its O(m) arrays do not fit.
+    pub fn new(n: usize, baseline: Vec<f64>, cap: usize, capped: EntryKind) -> Result<Self> {
         let m = baseline.len();
         // Level 0: one block of all n columns, a candidate of every traceable row.
         let shift = usize::BITS - (n.max(1) - 1).leading_zeros();
-        let mut cand_ptr = vec![0usize; m + 1];
+        let mut cand_ptr = filled(0usize, m + 1, "candidate pointers")?;
         let mut cand_idx = Vec::new();
+        reserve(&mut cand_idx, m, "candidate blocks")?;
         for i in 0..m {
             if baseline[i].is_finite() {
                 cand_idx.push(0u32);
             }
             cand_ptr[i + 1] = cand_idx.len();
         }
-        Refine {
+        Ok(Refine {
             n,
             m,
             baseline,
             mode: Mode::Start,
             shift,
-            dep_ptr: vec![0; m + 1],
+            dep_ptr: filled(0, m + 1, "dependency pointers")?,
             dep_idx: Vec::new(),
             new_deps: Vec::new(),
-            cand_probe: vec![NONE; cand_idx.len()],
+            cand_probe: filled(NONE, cand_idx.len(), "candidate probes")?,
             cand_ptr,
             cand_idx,
             cand_hit: BitVec::new(),
@@ -235,7 +239,7 @@ impl Refine {
             onehot_cols: Vec::new(),
             onehot_told: BitVec::new(),
             onehot_complete: true,
-        }
+        })
     }
 
     /// The default cap on probes for n columns: one-hot's n plus the coarse steps' allowance,
@@ -263,7 +267,7 @@ impl Refine {
 
     /// Applies the outcomes of the told probes of the current step: drops candidates proven
     /// zero, and at the finest level turns changed outputs into dependencies.
-    fn absorb(&mut self) {
+    fn absorb(&mut self) -> Result<()> {
         match self.mode {
             Mode::Refining => {
                 let leaf = self.shift == 0;
@@ -283,9 +287,10 @@ impl Refine {
                                 changed += 1;
                                 if leaf {
                                     // Alone among the row's blocks in its probe: proven.
-                                    self.new_deps.push((i as u32, self.cand_idx[e]));
+                                    let dep = (i as u32, self.cand_idx[e]);
+                                    push(&mut self.new_deps, dep, "dependencies")?;
                                     if self.cand_pert[e] {
-                                        self.pert_deps.push((i as u32, self.cand_idx[e]));
+                                        push(&mut self.pert_deps, dep, "dependencies")?;
                                     }
                                 }
                                 !leaf
@@ -304,8 +309,8 @@ impl Refine {
                 self.cand_ptr[self.m] = w;
                 self.cand_idx.truncate(w);
                 self.cand_probe.truncate(w);
-                self.cand_hit = bitvec![0; w];
-                self.cand_pert = bitvec![0; w];
+                self.cand_hit = zero_bits(w, "candidate outcomes")?;
+                self.cand_pert = zero_bits(w, "candidate outcomes")?;
                 if tested > 0 {
                     self.last_hit_rate = changed as f64 / tested as f64;
                 }
@@ -319,6 +324,7 @@ impl Refine {
             }
             Mode::Start | Mode::Done => {}
         }
+        Ok(())
     }
 
     /// Merges `new_deps` into the dependency CSR (sorted, distinct per row): one sort of the
@@ -364,7 +370,7 @@ impl Refine {
     /// goes at once). At the last level everything tested is resolved and nothing is left.
     fn advance(&mut self) -> Result<()> {
         if self.shift == 0 {
-            self.absorb();
+            self.absorb()?;
             self.merge_deps()?;
             self.cand_ptr.iter_mut().for_each(|p| *p = 0);
             self.cand_idx.clear();
@@ -404,7 +410,7 @@ impl Refine {
                 let tested = c != NONE && self.told[c as usize];
                 let changed = tested && self.cand_hit[e];
                 if changed && !known {
-                    changed_in.push(c);
+                    push(&mut changed_in, c, "probes of a row")?;
                 }
                 hit += usize::from(changed || known);
                 if changed || !tested {
@@ -435,7 +441,7 @@ impl Refine {
                 if is_dense {
                     // Recognised dense: the block's columns are kept, not refined.
                     let (start, end) = self.block_range(b, self.shift);
-                    self.dense.push((i as u32, start, end));
+                    push(&mut self.dense, (i as u32, start, end), "dense rows")?;
                     continue;
                 }
                 for child in (b << bits)..((b + 1) << bits) {
@@ -457,8 +463,8 @@ impl Refine {
         }
         self.cand_ptr = ptr;
         self.cand_idx = idx;
-        self.cand_probe.clear();
-        self.cand_probe.resize(self.cand_idx.len(), NONE);
+        self.cand_probe = Vec::new();
+        self.cand_probe = filled(NONE, self.cand_idx.len(), "candidate probes")?;
         self.shift = s;
         Ok(())
     }
@@ -471,8 +477,8 @@ impl Refine {
         let leaf = shift == 0;
         let nblocks = (self.n as u64).div_ceil(1u64 << shift) as usize;
         // Byte flags: set once per candidate in the hottest loop, where they beat bit sets.
-        let mut probed = vec![false; nblocks];
-        let mut is_cand = vec![false; nblocks];
+        let mut probed = filled(false, nblocks, "block flags")?;
+        let mut is_cand = filled(false, nblocks, "block flags")?;
         // One pass over the rows: which candidates are probeable (hold no known dependency),
         // and each row's blocks K_i, flagged P (a probeable candidate) or Q (holds a known
         // dependency), as CSR over the rows with a probeable candidate. An entry is the block
@@ -480,8 +486,12 @@ impl Refine {
         // d exactly when d >> shift == b, and one merge of the sorted candidates with the
         // sorted dependencies does it all.
         let mut rows_with_probe = Vec::new();
+        reserve(&mut rows_with_probe, self.m, "rows")?;
         let mut suspected: Vec<u32> = Vec::new();
-        let mut k_ptr = vec![0usize];
+        reserve(&mut suspected, self.m, "rows")?;
+        let mut k_ptr = Vec::new();
+        reserve(&mut k_ptr, self.m + 1, "block list pointers")?;
+        k_ptr.push(0usize);
         let mut k_idx: Vec<u32> = Vec::new();
         reserve(
             &mut k_idx,
@@ -566,14 +576,14 @@ impl Refine {
         // the block's P/Q flag for that row in the top bit.
         // Counting sort without a second pointer array: t_ptr[b] counts, then holds the end of
         // block b's list, and filling from the back moves it to the start.
-        let mut t_ptr = vec![0usize; nblocks + 1];
+        let mut t_ptr = filled(0usize, nblocks + 1, "block pointers")?;
         for &b in &k_idx {
             t_ptr[(b & !P_FLAG) as usize] += 1;
         }
         for b in 1..=nblocks {
             t_ptr[b] += t_ptr[b - 1];
         }
-        let mut t_idx = vec![0u32; k_idx.len()];
+        let mut t_idx = filled(0u32, k_idx.len(), "rows of blocks")?;
         for r in (0..rows_with_probe.len()).rev() {
             for &b in k_idx[k_ptr[r]..k_ptr[r + 1]].iter().rev() {
                 let slot = &mut t_ptr[(b & !P_FLAG) as usize];
@@ -594,7 +604,7 @@ impl Refine {
         } else {
             (2 * max_q + 2).max(4)
         };
-        let mut color = vec![NONE; nblocks];
+        let mut color = filled(NONE, nblocks, "block colors")?;
         let (mut stamp, mut hard, mut soft): (Vec<u32>, Vec<u32>, Vec<u32>) =
             (vec![], vec![], vec![]);
         for b in (0..nblocks).filter(|&b| probed[b]) {
@@ -629,9 +639,9 @@ impl Refine {
             let c = match best {
                 Some(c) if cost(c).0 == 0 || stamp.len() >= cap => c,
                 _ => {
-                    stamp.push(NONE);
-                    hard.push(0);
-                    soft.push(0);
+                    push(&mut stamp, NONE, "colors")?;
+                    push(&mut hard, 0, "colors")?;
+                    push(&mut soft, 0, "colors")?;
                     stamp.len() - 1
                 }
             };
@@ -667,10 +677,12 @@ impl Refine {
         self.asked += colors;
 
         // The probes: the columns of each color class, in increasing order.
-        let mut cols: Vec<Vec<u32>> = vec![Vec::new(); colors];
+        let mut cols: Vec<Vec<u32>> = filled(Vec::new(), colors, "probes")?;
         for b in (0..nblocks).filter(|&b| probed[b]) {
             let (s, e) = self.block_range(b as u32, shift);
-            cols[color[b] as usize].extend(s..e);
+            let class = &mut cols[color[b] as usize];
+            reserve(class, (e - s) as usize, "probe columns")?;
+            class.extend(s..e);
         }
         for e in 0..self.cand_idx.len() {
             if self.cand_probe[e] != NONE {
@@ -683,6 +695,7 @@ impl Refine {
         for &i in &suspected {
             let i = i as usize;
             q_colors.clear();
+            reserve(&mut q_colors, self.deps(i).len(), "colors of a row")?;
             q_colors.extend(
                 (self.deps(i).iter())
                     .map(|&d| color[(d >> shift) as usize])
@@ -696,12 +709,14 @@ impl Refine {
                 }
             }
         }
-        self.cand_hit = bitvec![0; self.cand_idx.len()];
-        self.cand_pert = bitvec![0; self.cand_idx.len()];
-        self.told = bitvec![0; colors];
-        Ok(Some(
-            cols.into_iter().map(|c| Probe::new(c, self.n)).collect(),
-        ))
+        self.cand_hit = zero_bits(self.cand_idx.len(), "candidate outcomes")?;
+        self.cand_pert = zero_bits(self.cand_idx.len(), "candidate outcomes")?;
+        self.told = zero_bits(colors, "probes told")?;
+        let n = self.n;
+        Ok(Some(collect(
+            cols.into_iter().map(|c| Probe::new(c, n)),
+            "probes",
+        )?))
     }
 
     /// Switches to one probe per column of the candidate blocks; when they are more than the
@@ -738,9 +753,14 @@ impl Refine {
         self.asked += cols.len();
         self.cand_probe.iter_mut().for_each(|c| *c = NONE);
         self.mode = Mode::OneHot;
-        self.onehot_told = bitvec![0; self.n];
-        self.told = bitvec![0; cols.len()];
-        let probes = cols.iter().map(|&c| Probe::new(vec![c], self.n)).collect();
+        self.onehot_told = zero_bits(self.n, "columns told")?;
+        self.told = zero_bits(cols.len(), "probes told")?;
+        let n = self.n;
+        let mut probes = Vec::new();
+        reserve(&mut probes, cols.len(), "one-hot probes")?;
+        for &c in &cols {
+            probes.push(Probe::new(copied(&[c], "a one-hot probe")?, n));
+        }
         self.onehot_cols = cols;
         Ok(probes)
     }
@@ -786,7 +806,7 @@ impl Planner for Refine {
             Mode::Start => self.mode = Mode::Refining,
             Mode::Refining => self.advance()?,
             Mode::OneHot => {
-                self.absorb();
+                self.absorb()?;
                 self.merge_deps()?;
                 self.mode = Mode::Done;
                 return Ok(Vec::new());
@@ -804,7 +824,7 @@ impl Planner for Refine {
         }
     }
 
-    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> usize {
+    fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> Result<usize> {
         self.told.set(k, true);
         self.spent += 1;
         let mode = self.mode;
@@ -812,11 +832,12 @@ impl Planner for Refine {
         let (cand_hit, cand_pert) = (&mut self.cand_hit, &mut self.cand_pert);
         let (cand_ptr, cand_probe) = (&self.cand_ptr, &self.cand_probe);
         let (dep_ptr, dep_idx) = (&self.dep_ptr, &self.dep_idx);
+        let mut room = true;
         let via_float = probe.observe(&self.baseline, y, perturbed, |i, hit| match mode {
             Mode::OneHot => {
-                new_deps.push((i, probe.cols()[0]));
+                room &= push(new_deps, (i, probe.cols()[0]), "dependencies").is_ok();
                 if hit == Hit::Perturbed {
-                    pert_deps.push((i, probe.cols()[0]));
+                    room &= push(pert_deps, (i, probe.cols()[0]), "dependencies").is_ok();
                 }
             }
             _ => {
@@ -824,7 +845,7 @@ impl Planner for Refine {
                     // A probe holding a known dependency of the row re-reports it: skip those.
                     let known = &dep_idx[dep_ptr[i as usize]..dep_ptr[i as usize + 1]];
                     if known.binary_search(&j).is_err() {
-                        new_deps.push((i, j));
+                        room &= push(new_deps, (i, j), "dependencies").is_ok();
                     }
                 }
                 let start = cand_ptr[i as usize];
@@ -837,10 +858,13 @@ impl Planner for Refine {
                 }
             }
         });
+        if !room {
+            return Err(Error::out_of_memory("dependencies", self.new_deps.len()));
+        }
         if mode == Mode::OneHot {
             self.onehot_told.set(probe.cols()[0] as usize, true);
         }
-        via_float
+        Ok(via_float)
     }
 
     fn claims(&self, k: usize, probe: &Probe, y: &[f64]) -> bool {
@@ -867,7 +891,7 @@ impl Planner for Refine {
     }
 
     fn finish(mut self: Box<Self>, mut builder: PatternBuilder) -> Result<Pattern> {
-        self.absorb();
+        self.absorb()?;
         self.merge_deps()?;
         let onehot = self.mode == Mode::OneHot;
         self.pert_deps.sort_unstable();
@@ -886,6 +910,7 @@ impl Planner for Refine {
         for i in 0..self.m {
             row.clear();
             let deps = self.deps(i);
+            reserve(&mut row, deps.len(), "a row")?;
             row.extend(deps.iter().map(|&j| (j, traced_kind(i, j))));
             for &b in &self.cand_idx[self.cand_ptr[i]..self.cand_ptr[i + 1]] {
                 let (s, e) = self.block_range(b, self.shift);
@@ -896,14 +921,16 @@ impl Planner for Refine {
                         let left_out = onehot
                             && !self.onehot_complete
                             && self.onehot_cols.binary_search(&j).is_err();
-                        match left_out {
-                            true => row.push((j, self.capped)),
-                            false => row.push((j, EntryKind::Unresolved)),
-                        }
+                        let kind = match left_out {
+                            true => self.capped,
+                            false => EntryKind::Unresolved,
+                        };
+                        push(&mut row, (j, kind), "a row")?;
                     }
                 }
             }
             while let Some(&(_, s, e)) = dense.next_if(|d| d.0 as usize == i) {
+                reserve(&mut row, (e - s) as usize, "a row")?;
                 row.extend((s..e).map(|j| (j, EntryKind::Assumed)));
             }
             // Sorted by column, the strongest kind of each column first; keep that one.

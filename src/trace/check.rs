@@ -34,7 +34,7 @@
 //! strongly along a traced input).
 
 use crate::coloring::{self, ColoringOptions, Order};
-use crate::error::{reserve, Result};
+use crate::error::{copied, filled, push, reserve, zero_bits, Result};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
 use crate::precision::Precision;
 use crate::probe::Probe;
@@ -95,8 +95,10 @@ impl Check {
     pub(crate) fn new(pattern: Pattern) -> Result<Self> {
         let (m, n) = (pattern.rows(), pattern.cols());
         let limit = heavy_row(&pattern);
-        let mut row_ptr = Vec::with_capacity(m + 1);
+        let mut row_ptr = Vec::new();
+        reserve(&mut row_ptr, m + 1, "row pointers")?;
         let mut col_idx: Vec<usize> = Vec::new();
+        reserve(&mut col_idx, pattern.nnz(), "light rows")?;
         row_ptr.push(0);
         for i in 0..m {
             let row = pattern.row(i);
@@ -113,19 +115,20 @@ impl Check {
                 seed: 0,
                 recolor_iterations: 0,
             },
-        );
-        let mut classes = vec![Vec::new(); c.num_colors];
+        )?;
+        let mut classes = filled(Vec::new(), c.num_colors, "check classes")?;
         for (j, &k) in c.colors.iter().enumerate() {
-            classes[k as usize].push(j as u32);
+            push(&mut classes[k as usize], j as u32, "a check class")?;
         }
         // Heavy rows with claims, each checked by moving all it does not depend on, while their
         // classes hold at most 2 n columns in all; the others are traced again if needed.
-        let (mut heavy, mut direct, mut held) = (Vec::new(), bitvec![0; m], 0usize);
+        let (mut heavy, mut direct, mut held) = (Vec::new(), zero_bits(m, "heavy rows")?, 0usize);
         for i in 0..m {
             let row = pattern.row(i);
             if row.len() > limit && row.len() < n && held + (n - row.len()) <= 2 * n {
                 held += n - row.len();
-                let mut zero = Vec::with_capacity(n - row.len());
+                let mut zero = Vec::new();
+                reserve(&mut zero, n - row.len(), "a heavy row's zeros")?;
                 let mut next = row.iter().peekable();
                 for j in 0..n as u32 {
                     if next.peek() == Some(&&j) {
@@ -134,8 +137,8 @@ impl Check {
                         zero.push(j);
                     }
                 }
-                classes.push(zero);
-                heavy.push(i as u32);
+                push(&mut classes, zero, "check classes")?;
+                push(&mut heavy, i as u32, "heavy rows")?;
                 direct.set(i, true);
             }
         }
@@ -149,8 +152,8 @@ impl Check {
             classes,
             first: HashMap::new(),
             active: k,
-            done: bitvec![0; k],
-            alarms: bitvec![0; m],
+            done: zero_bits(k, "classes told")?,
+            alarms: zero_bits(m, "rows that failed")?,
             epsilon: f64::EPSILON,
         })
     }
@@ -181,11 +184,13 @@ impl Check {
     }
 
     /// One probe per class asked; each is evaluated twice (request `2 c` up, `2 c + 1` down).
-    pub(crate) fn probes(&self, n: usize) -> Vec<Probe> {
-        self.classes[..self.active]
-            .iter()
-            .map(|cols| Probe::new(cols.clone(), n))
-            .collect()
+    pub(crate) fn probes(&self, n: usize) -> Result<Vec<Probe>> {
+        let mut probes = Vec::new();
+        reserve(&mut probes, self.active, "check probes")?;
+        for cols in &self.classes[..self.active] {
+            probes.push(Probe::new(copied(cols, "a check class")?, n));
+        }
+        Ok(probes)
     }
 
     /// The traced pattern, plus, as entries of kind `kind`, every zero it claims in a class
@@ -197,9 +202,9 @@ impl Check {
         let mut kept: Vec<(u32, u32, EntryKind)> = Vec::new();
         for class in self.done.iter_zeros() {
             let cols = &self.classes[class];
-            let rows: Vec<usize> = match class.checked_sub(self.colors_len) {
-                Some(h) => vec![self.heavy[h] as usize],
-                None => (0..m).collect(),
+            let rows = match class.checked_sub(self.colors_len) {
+                Some(h) => self.heavy[h] as usize..self.heavy[h] as usize + 1,
+                None => 0..m,
             };
             for i in rows {
                 if !baseline[i].is_finite() {
@@ -208,8 +213,7 @@ impl Check {
                 let row = self.pattern.row(i);
                 for &j in cols {
                     if row.binary_search(&j).is_err() {
-                        reserve(&mut kept, 1, "unchecked entries")?;
-                        kept.push((i as u32, j, kind));
+                        push(&mut kept, (i as u32, j, kind), "unchecked entries")?;
                     }
                 }
             }
@@ -217,8 +221,8 @@ impl Check {
         if kept.is_empty() {
             return Ok(self.pattern);
         }
-        let all = bitvec![0; m];
-        let extra = PatternBuilder::new(m, n, all)?.from_triples(&kept)?;
+        let none = zero_bits(m, "non-finite rows")?;
+        let extra = PatternBuilder::new(m, n, none)?.from_triples(&kept)?;
         let mut united = self.pattern.union(&extra)?;
         united.report = self.pattern.report.clone();
         Ok(united)
@@ -254,12 +258,12 @@ impl Check {
         changed: impl Fn(f64, f64) -> bool,
         step: impl Fn(usize, usize) -> f64,
         slack: f64,
-    ) {
+    ) -> Result<()> {
         let epsilon = self.epsilon;
         let class = id / 2;
         let Some(other) = self.first.remove(&class) else {
-            self.first.insert(class, y.to_vec());
-            return;
+            self.first.insert(class, copied(y, "outputs of a check")?);
+            return Ok(());
         };
         self.done.set(class, true);
         let (up, down, up_id) = if id.is_multiple_of(2) {
@@ -273,7 +277,7 @@ impl Check {
             if changed(baseline[i], up[i]) || changed(baseline[i], down[i]) {
                 self.alarms.set(i, true);
             }
-            return;
+            return Ok(());
         }
         let size = self.classes[class].len();
         for (i, &b) in baseline.iter().enumerate() {
@@ -309,5 +313,6 @@ impl Check {
                 self.alarms.set(i, true);
             }
         }
+        Ok(())
     }
 }

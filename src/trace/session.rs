@@ -66,7 +66,9 @@
 //! at all; check classes that do not fit are not asked, and the zeros they would have checked
 //! are kept ([`EntryKind::Unresolved`]): an unchecked zero is never reported as one.
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{
+    collect, copied, copied_bits, filled, push, reserve, zero_bits, Error, ErrorKind, Result,
+};
 use crate::pattern::{check_dims, EntryKind, Pattern, PatternBuilder, TraceReport};
 use crate::planner::{chunked::Chunked, refine::Refine, Planner};
 use crate::precision::Precision;
@@ -219,7 +221,7 @@ impl TraceSession {
             checked: None,
             n,
             m,
-            x0: x0.to_vec(),
+            x0: copied(x0, "x0")?,
             options: options.clone(),
             stage: Stage::Baseline,
             probes: vec![Probe::new(Vec::new(), n)],
@@ -333,7 +335,7 @@ impl TraceSession {
             }
             // Answer what the journal holds; return the rest (or go on to the next step).
             let mut rest = Vec::new();
-            let mut y = vec![0.0; self.m];
+            let mut y = filled(0.0, self.m, "replayed outputs")?;
             for id in ids {
                 let (key, fp) = (self.key(id), self.request_fingerprint(id));
                 let point_fp = self.point_fp;
@@ -360,6 +362,7 @@ impl TraceSession {
         let per = self.per_probe();
         let mut budget = self.remaining();
         let mut ids = Vec::new();
+        reserve(&mut ids, self.told.len(), "requests")?;
         for k in 0..self.static_requests / per {
             let untold: Vec<usize> = (k * per..(k + 1) * per)
                 .filter(|&id| !self.told[id])
@@ -398,19 +401,19 @@ impl TraceSession {
             }
             Stage::Checking(check) => {
                 let check = *check;
-                let alarms = check.alarms.clone();
+                let alarms = copied_bits(&check.alarms, "rows to trace again")?;
                 let checked = check.into_pattern(&self.baseline, EntryKind::Unresolved)?;
                 if !alarms.any() {
                     self.stage = Stage::Checked(Box::new(checked));
                     return Ok(false);
                 }
                 // Trace the rows that failed again, alone, verifying every probe.
-                let mut masked = self.baseline.clone();
+                let mut masked = copied(&self.baseline, "baseline outputs")?;
                 for i in alarms.iter_zeros() {
                     masked[i] = f64::NAN;
                 }
                 self.pairing = true;
-                self.stage = Stage::Planning(self.planner_for(masked));
+                self.stage = Stage::Planning(self.planner_for(masked)?);
                 self.checked = Some((checked, alarms));
                 self.start_step(0)
             }
@@ -432,11 +435,9 @@ impl TraceSession {
                     return Ok(false);
                 }
                 // The NaN trace is complete: check its pattern.
-                let builder = PatternBuilder::new(
-                    self.m,
-                    self.n,
-                    self.baseline_rows.clone().expect("baseline told"),
-                )?;
+                let rows = self.baseline_rows.as_ref().expect("baseline told");
+                let builder =
+                    PatternBuilder::new(self.m, self.n, copied_bits(rows, "non-finite rows")?)?;
                 let pattern = planner.finish(builder)?;
                 // Tags that came back through a float show float arithmetic inside (a double
                 // interface over REAL*4 internals): size the check for float then too, or its
@@ -457,7 +458,7 @@ impl TraceSession {
                     check.limit(fit);
                     self.report.budget_exhausted = true;
                 }
-                self.probes = check.probes(self.n);
+                self.probes = check.probes(self.n)?;
                 if self.probes.is_empty() {
                     let kept = check.into_pattern(&self.baseline, EntryKind::Unresolved)?;
                     self.stage = Stage::Checked(Box::new(kept));
@@ -475,7 +476,7 @@ impl TraceSession {
             return self.advance();
         }
         self.static_requests = self.probes.len() * per;
-        self.told = bitvec![0; self.static_requests];
+        self.told = zero_bits(self.static_requests, "requests told")?;
         if self.pairing {
             // Verifications wait for their probe's NaN outputs: asked only if those prove a
             // zero (TraceSession::nan_told).
@@ -668,7 +669,7 @@ impl TraceSession {
         }
         // With a tolerance, a finite output within it of its baseline counts as unchanged, in
         // the NaN probe as in its verification.
-        let y = self.within_tolerance(y, kind);
+        let y = self.within_tolerance(y, kind)?;
         if id >= self.static_requests {
             return self.tell_part(id, &y);
         }
@@ -705,7 +706,7 @@ impl TraceSession {
         let mut p = self.pending.remove(&k).ok_or_else(|| {
             Error::new(ErrorKind::Internal, "a verification before its NaN outputs")
         })?;
-        p.absorbed = self.absorbed(&p.y_nan, &y_fin, p.absorbed);
+        p.absorbed = self.absorbed(&p.y_nan, &y_fin, p.absorbed)?;
         p.waiting -= 1;
         if p.waiting > 0 {
             self.pending.insert(k, p);
@@ -715,17 +716,19 @@ impl TraceSession {
     }
 
     /// Rows the NaNs left unchanged but the finite step changed, with `extra` (sorted).
-    fn absorbed(&self, y_nan: &[f64], y_fin: &[f64], mut extra: Vec<u32>) -> Vec<u32> {
+    fn absorbed(&self, y_nan: &[f64], y_fin: &[f64], mut extra: Vec<u32>) -> Result<Vec<u32>> {
         let base = &self.baseline;
-        extra.extend((0..self.m).filter_map(|i| {
-            (base[i].is_finite()
+        for i in 0..self.m {
+            if base[i].is_finite()
                 && base[i].to_bits() == y_nan[i].to_bits()
-                && self.changed(base[i], y_fin[i]))
-            .then_some(i as u32)
-        }));
+                && self.changed(base[i], y_fin[i])
+            {
+                push(&mut extra, i as u32, "absorbed rows")?;
+            }
+        }
         extra.sort_unstable();
         extra.dedup();
-        extra
+        Ok(extra)
     }
 
     /// The outputs of check request `id` ([`crate::trace::check`]).
@@ -746,7 +749,7 @@ impl TraceSession {
                 p.round(moved) - p.round(self.x0[j])
             },
             slack,
-        );
+        )?;
         self.stage = Stage::Checking(check);
         Ok(())
     }
@@ -763,7 +766,7 @@ impl TraceSession {
         let Stage::Planning(planner) = &mut self.stage else {
             unreachable!("probes are told only while planning")
         };
-        self.report.via_float += planner.tell(k, &self.probes[k], y_nan, perturbed);
+        self.report.via_float += planner.tell(k, &self.probes[k], y_nan, perturbed)?;
         Ok(())
     }
 
@@ -786,11 +789,15 @@ impl TraceSession {
         let part = &self.parts[id - self.static_requests];
         let parent = part.parent;
         if part.perturbation.is_some() {
-            let rows: Vec<u32> = (0..self.m)
-                .filter(|&i| self.baseline[i].is_finite() && self.changed(self.baseline[i], y[i]))
-                .map(|i| i as u32)
-                .collect();
-            let baseline = self.baseline.clone();
+            let rows = collect(
+                (0..self.m)
+                    .filter(|&i| {
+                        self.baseline[i].is_finite() && self.changed(self.baseline[i], y[i])
+                    })
+                    .map(|i| i as u32),
+                "rows a perturbation changed",
+            )?;
+            let baseline = copied(&self.baseline, "baseline outputs")?;
             return self.merge_into(parent, &baseline, &rows);
         }
         self.merge_into(parent, y, &[])
@@ -813,7 +820,8 @@ impl TraceSession {
         let column = merge.column;
         let (y, perturbed) = merge.outputs(&self.baseline);
         if let Some(c) = column {
-            self.intolerant.insert(c, perturbed.clone());
+            self.intolerant
+                .insert(c, copied(&perturbed, "rows of a NaN-intolerant input")?);
         }
         if parent < self.static_requests {
             let k = parent / self.per_probe();
@@ -842,7 +850,13 @@ impl TraceSession {
             self.told.set(id, true);
             let mut merge = Merge::new(usize::from(!rest.is_empty()));
             for c in &bad {
-                merge.perturbed.extend_from_slice(&self.intolerant[c]);
+                let rows = &self.intolerant[c];
+                reserve(
+                    &mut merge.perturbed,
+                    rows.len(),
+                    "rows of NaN-intolerant inputs",
+                )?;
+                merge.perturbed.extend_from_slice(rows);
             }
             if rest.is_empty() {
                 let (y, perturbed) = merge.outputs(&self.baseline);
@@ -893,14 +907,14 @@ impl TraceSession {
         self.told.set(id, true);
         self.report.evaluations += 1;
         self.report.failed_evaluations += 1;
-        let cols = self.request(id).probe.cols().to_vec();
+        let cols = copied(self.request(id).probe.cols(), "columns of a failed request")?;
         let n = self.n;
         let before = self.parts.len();
         if cols.len() > 1 {
             let (a, b) = cols.split_at(cols.len() / 2);
             for half in [a, b] {
                 self.parts.push(Part {
-                    probe: Probe::new(half.to_vec(), n),
+                    probe: Probe::new(copied(half, "half a failed request")?, n),
                     perturbation: None,
                     parent: id,
                 });
@@ -928,32 +942,32 @@ impl TraceSession {
     /// `y` with finite outputs within the tolerance of the baseline set to the baseline (a NaN
     /// request) ; unchanged without a tolerance or for a verification request (which compares
     /// with the tolerance itself).
-    fn within_tolerance<'a>(&mut self, y: &'a [f64], kind: RequestKind) -> Cow<'a, [f64]> {
+    fn within_tolerance<'a>(&mut self, y: &'a [f64], kind: RequestKind) -> Result<Cow<'a, [f64]>> {
         let t = self.options.verify_tolerance;
         if t == 0.0 || kind != RequestKind::Nan {
-            return Cow::Borrowed(y);
+            return Ok(Cow::Borrowed(y));
         }
         let mut noise = self.report.noise;
-        let y = y
-            .iter()
-            .zip(&self.baseline)
-            .map(|(&v, &b)| {
-                if b.is_finite() && v.is_finite() && (v - b).abs() <= t * b.abs().max(1.0) {
-                    if v.to_bits() != b.to_bits() {
-                        noise = noise.max(crate::trace::noise::relative_change(v, b));
-                    }
-                    b
-                } else {
-                    v
+        let mut y = copied(y, "outputs within the tolerance")?;
+        for (v, &b) in y.iter_mut().zip(&self.baseline) {
+            if b.is_finite() && v.is_finite() && (*v - b).abs() <= t * b.abs().max(1.0) {
+                if v.to_bits() != b.to_bits() {
+                    noise = noise.max(crate::trace::noise::relative_change(*v, b));
                 }
-            })
-            .collect();
+                *v = b;
+            }
+        }
         self.report.noise = noise;
-        y
+        Ok(Cow::Owned(y))
     }
 
     fn tell_baseline(&mut self, y: &[f64]) -> Result<()> {
-        let bad: BitVec = y.iter().map(|v| !v.is_finite()).collect();
+        let mut bad = zero_bits(y.len(), "non-finite rows")?;
+        for (i, v) in y.iter().enumerate() {
+            if !v.is_finite() {
+                bad.set(i, true);
+            }
+        }
         if let Some(i) = bad.first_one() {
             if self.options.nonfinite_baseline == NonFiniteBaseline::Error {
                 return Err(Error::new(
@@ -967,15 +981,15 @@ impl TraceSession {
             }
         }
         self.baseline_rows = Some(bad);
-        self.baseline = y.to_vec();
-        self.stage = Stage::Planning(self.planner_for(y.to_vec()));
+        self.baseline = copied(y, "baseline outputs")?;
+        self.stage = Stage::Planning(self.planner_for(copied(y, "baseline outputs")?)?);
         Ok(())
     }
 
     /// The strategy's planner for these baseline outputs (rows NaN there are not traced).
     /// The payload planner asks at most [`Refine::allowance`] probes by default, or what the
     /// caller's budget leaves (three evaluations a probe when every probe is verified).
-    fn planner_for(&self, baseline: Vec<f64>) -> Box<dyn Planner> {
+    fn planner_for(&self, baseline: Vec<f64>) -> Result<Box<dyn Planner>> {
         let n = self.n;
         let cap = match self.cap() {
             _ if self.implicit_cap() => Refine::allowance(n),
@@ -986,11 +1000,11 @@ impl TraceSession {
             true => EntryKind::Assumed,
             false => EntryKind::Unresolved,
         };
-        match self.options.strategy {
-            Strategy::OneHot => Box::new(Chunked::new(n, 1, baseline)),
-            Strategy::Chunked => Box::new(Chunked::new(n, self.options.chunk_size, baseline)),
-            Strategy::Payload => Box::new(Refine::new(n, baseline, cap, capped)),
-        }
+        Ok(match self.options.strategy {
+            Strategy::OneHot => Box::new(Chunked::new(n, 1, baseline)?),
+            Strategy::Chunked => Box::new(Chunked::new(n, self.options.chunk_size, baseline)?),
+            Strategy::Payload => Box::new(Refine::new(n, baseline, cap, capped)?),
+        })
     }
 
     /// Evaluations told so far, the baseline included.
@@ -1008,7 +1022,10 @@ impl TraceSession {
     /// dependencies and counted in [`TraceReport::unresolved`]). Errors: the baseline was never
     /// told; an allocation failed.
     pub fn finish(self) -> Result<Pattern> {
-        let dense = self.baseline_rows.clone();
+        let dense = match &self.baseline_rows {
+            Some(rows) => Some(copied_bits(rows, "non-finite rows")?),
+            None => None,
+        };
         let rechecked_rows = self
             .checked
             .as_ref()

@@ -125,7 +125,9 @@ pub(crate) fn parse_x0(spec: &str, n: usize) -> Result<Vec<f64>, String> {
     }
 }
 
-pub(crate) fn open(load: &Load) -> Result<(LoadedBlackBox, Vec<f64>), String> {
+/// The function `load` names, with its x0; `isolated`: the evaluations will run in workers
+/// ([`LoadedBlackBox::open_in_worker`]).
+pub(crate) fn open(load: &Load, isolated: bool) -> Result<(LoadedBlackBox, Vec<f64>), String> {
     let (Some(lib), Some(symbol), Some(convention)) = (&load.lib, &load.symbol, load.convention)
     else {
         return Err(
@@ -149,8 +151,13 @@ pub(crate) fn open(load: &Load) -> Result<(LoadedBlackBox, Vec<f64>), String> {
         4 => Precision::Single,
         _ => Precision::Double,
     };
-    let f = LoadedBlackBox::open(lib, symbol, convention, load.n, load.m, kind, real)
-        .map_err(|e| e.to_string())?;
+    // Isolated (the default), the library is loaded only by the workers that call it, so a
+    // constructor that aborts or exits ends a worker, not this command.
+    let open = match isolated {
+        true => LoadedBlackBox::open_in_worker,
+        false => LoadedBlackBox::open,
+    };
+    let f = open(lib, symbol, convention, load.n, load.m, kind, real).map_err(|e| e.to_string())?;
     let x0 = parse_x0(&load.x0, load.n)?;
     Ok((f, x0))
 }

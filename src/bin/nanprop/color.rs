@@ -56,7 +56,8 @@ pub(crate) fn run(a: &ColorArgs) -> Result<(), Failure> {
             strategy: parse_order(&a.order)?,
             ..Default::default()
         },
-    );
+    )
+    .map_err(|e| e.to_string())?;
     let seconds = start.elapsed().as_secs_f64();
     if let Some(out) = &a.out {
         write_file(out, |w| {

@@ -56,7 +56,9 @@ pub(crate) fn run(a: &JacobianArgs, quiet: bool) -> Result<(), Failure> {
             )));
         }
     }
-    let (mut f, x0) = open(&a.load)?;
+    // Traced isolated (the default), the library is checked in a worker first; the Jacobian's
+    // evaluations then load it here.
+    let (mut f, x0) = open(&a.load, a.pattern.is_none() && !a.flags.no_isolate)?;
     let start = Instant::now();
     let p = match &a.pattern {
         Some(path) => {

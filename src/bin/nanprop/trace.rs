@@ -170,13 +170,13 @@ pub(crate) fn run(a: &TraceArgs, quiet: bool) -> Result<(), Failure> {
             )
         }
         None => {
-            let (mut f, x0) = open(&a.load)?;
+            let (mut f, x0) = open(&a.load, options.isolate || options.processes > 1)?;
             let p = trace_loaded(&mut f, &x0, &options, quiet)?;
             (p, format!("{} ({})", f.path().display(), f.symbol()))
         }
     };
     let seconds = start.elapsed().as_secs_f64();
-    let c = coloring::color(&p, &ColoringOptions::default());
+    let c = coloring::color(&p, &ColoringOptions::default()).map_err(|e| e.to_string())?;
     let note = format!(
         "traced by nanprop from {source} with {} evaluations\n{}",
         p.report.evaluations,
