@@ -3,7 +3,6 @@
 
 mod common;
 
-use common::compiler;
 use nanprop::coloring;
 use nanprop::pattern::mtx;
 use std::path::{Path, PathBuf};
@@ -43,19 +42,7 @@ fn build_model(dir: &Path) -> PathBuf {
     let src = dir.join("model.c");
     std::fs::write(&src, MODEL).unwrap();
     let lib = dir.join("libmodel.so");
-    let out = compiler()
-        .to_command()
-        .args(["-shared", "-fPIC", "-O2"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&lib)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::shared_library(&src, &lib);
     lib
 }
 

@@ -30,19 +30,7 @@ fn library(dir: &Path, name: &str, ctor: &str) -> PathBuf {
     )
     .unwrap();
     let lib = dir.join(format!("lib{name}.so"));
-    let out = common::compiler()
-        .to_command()
-        .args(["-shared", "-fPIC", "-O1"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&lib)
-        .output()
-        .expect("run the C compiler");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::shared_library(&src, &lib);
     lib
 }
 
@@ -121,6 +109,25 @@ fn opened_in_a_worker_the_usual_errors_still_come_back() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `nanprop trace` of `band` in `lib` (n = m = 8) with `flags`, writing the pattern to `out`.
+fn trace(lib: &Path, flags: &[&str], out: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_nanprop"));
+    c.arg("trace").args(flags).arg("--lib").arg(lib);
+    c.args([
+        "--symbol",
+        "band",
+        "--convention",
+        "blackbox",
+        "-n",
+        "8",
+        "-m",
+        "8",
+    ])
+    .args(["--x0", "0.5", "--quiet", "--out"])
+    .arg(out);
+    c
+}
+
 /// The constructor appends its process id to a file: which processes loaded the library.
 fn loaders(marks: &Path) -> Vec<u32> {
     std::fs::read_to_string(marks)
@@ -140,23 +147,7 @@ fn an_isolated_trace_of_the_command_line_never_loads_the_library_itself() {
     );
     let lib = library(&dir, "marked", &ctor);
     let out = dir.join("band.mtx");
-    let child = Command::new(env!("CARGO_BIN_EXE_nanprop"))
-        .args(["trace", "--lib"])
-        .arg(&lib)
-        .args([
-            "--symbol",
-            "band",
-            "--convention",
-            "blackbox",
-            "-n",
-            "8",
-            "-m",
-            "8",
-        ])
-        .args(["--x0", "0.5", "--quiet", "--out"])
-        .arg(&out)
-        .spawn()
-        .unwrap();
+    let child = trace(&lib, &[], &out).spawn().unwrap();
     let host = child.id();
     let done = child.wait_with_output().unwrap();
     assert!(done.status.success(), "{done:?}");
@@ -168,23 +159,7 @@ fn an_isolated_trace_of_the_command_line_never_loads_the_library_itself() {
 
     // Not isolated, the command loads it itself.
     std::fs::remove_file(&marks).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_nanprop"))
-        .args(["trace", "--no-isolate", "--lib"])
-        .arg(&lib)
-        .args([
-            "--symbol",
-            "band",
-            "--convention",
-            "blackbox",
-            "-n",
-            "8",
-            "-m",
-            "8",
-        ])
-        .args(["--x0", "0.5", "--quiet", "--out"])
-        .arg(&out)
-        .spawn()
-        .unwrap();
+    let child = trace(&lib, &["--no-isolate"], &out).spawn().unwrap();
     let host = child.id();
     assert!(child.wait_with_output().unwrap().status.success());
     assert_eq!(loaders(&marks), vec![host]);
@@ -195,21 +170,7 @@ fn an_isolated_trace_of_the_command_line_never_loads_the_library_itself() {
 fn the_command_line_reports_a_library_whose_constructor_aborts() {
     let dir = scratch("cli");
     let lib = library(&dir, "aborting", "abort();");
-    let out = Command::new(env!("CARGO_BIN_EXE_nanprop"))
-        .args(["trace", "--lib"])
-        .arg(&lib)
-        .args([
-            "--symbol",
-            "band",
-            "--convention",
-            "blackbox",
-            "-n",
-            "8",
-            "-m",
-            "8",
-        ])
-        .output()
-        .unwrap();
+    let out = trace(&lib, &[], &dir.join("p.mtx")).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(

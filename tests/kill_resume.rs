@@ -30,19 +30,7 @@ fn slow_library(dir: &Path, marks: &Path) -> PathBuf {
     )
     .unwrap();
     let lib = dir.join("libslow.so");
-    let out = common::compiler()
-        .to_command()
-        .args(["-shared", "-fPIC", "-O1"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&lib)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::shared_library(&src, &lib);
     lib
 }
 

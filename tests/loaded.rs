@@ -31,19 +31,7 @@ fn ring_library(dir: &Path, name: &str, extra: f64) -> PathBuf {
     )
     .unwrap();
     let lib = dir.join(format!("lib{name}.so"));
-    let out = common::compiler()
-        .to_command()
-        .args(["-shared", "-fPIC", "-O1"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&lib)
-        .output()
-        .expect("run the C compiler");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::shared_library(&src, &lib);
     lib
 }
 
@@ -216,19 +204,7 @@ fn libraries_bind_at_open_and_bare_names_mean_one_thing() {
     )
     .unwrap();
     let lib = dir.join("libneeds.so");
-    let out = common::compiler()
-        .to_command()
-        .args(["-shared", "-fPIC"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&lib)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::shared_library(&src, &lib);
     let e = LoadedBlackBox::open(
         &lib,
         "ring",

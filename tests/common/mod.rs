@@ -69,6 +69,24 @@ pub fn compiler() -> cc::Tool {
         .expect("a C compiler")
 }
 
+/// Compiles the C file `src` into the shared library `lib` (-shared -fPIC -O1), failing the
+/// test with the compiler's message if it does not compile.
+pub fn shared_library(src: &Path, lib: &Path) {
+    let out = compiler()
+        .to_command()
+        .args(["-shared", "-fPIC", "-O1"])
+        .arg(src)
+        .arg("-o")
+        .arg(lib)
+        .output()
+        .expect("run the C compiler");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Compiles `src` into `exe`, linked with the shared library (with an rpath) or the static one.
 pub fn build(src: &Path, exe: &Path, lib: &Path) {
     let shared = lib.extension().is_some_and(|e| e != "a");
