@@ -163,7 +163,7 @@ pub fn check(p: &Pattern, colors: &[u32], num_colors: usize) -> Result<(), (usiz
 /// # Errors
 /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when the column graph's arrays
 /// (O(nnz + n)) do not fit.
-pub fn color(p: &Pattern, options: &ColoringOptions) -> crate::Result<Coloring> {
+pub fn color(p: &Pattern, options: &ColoringOptions) -> crate::error::Result<Coloring> {
     let n = p.cols();
     let target = lower_bound(p).max(usize::from(n > 0));
     if target >= n {
