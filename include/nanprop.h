@@ -849,7 +849,8 @@ typedef struct nanprop_flag_tracer nanprop_flag_tracer;
 
 /**
  * A black box loaded from a shared library (loader mode). Opaque; close it with
- * `nanprop_loaded_close`. The library stays loaded while the handle lives. A handle may be
+ * `nanprop_loaded_close`. The library stays loaded while the handle lives (opened with
+ * NANPROP_CONVENTION_OPEN_IN_WORKER: in each process that has called it). A handle may be
  * used by several threads at once and from inside its own evaluations.
  */
 typedef struct nanprop_loaded nanprop_loaded;

@@ -47,7 +47,8 @@ pub const NANPROP_CONVENTION_REAL4: u32 = 0x100;
 pub const NANPROP_CONVENTION_OPEN_IN_WORKER: u32 = 0x200;
 
 /// A black box loaded from a shared library (loader mode). Opaque; close it with
-/// `nanprop_loaded_close`. The library stays loaded while the handle lives. A handle may be
+/// `nanprop_loaded_close`. The library stays loaded while the handle lives (opened with
+/// NANPROP_CONVENTION_OPEN_IN_WORKER: in each process that has called it). A handle may be
 /// used by several threads at once and from inside its own evaluations.
 pub struct nanprop_loaded {
     inner: LoadedBlackBox,

@@ -463,6 +463,7 @@ impl Refine {
         }
         self.cand_ptr = ptr;
         self.cand_idx = idx;
+        // The old array goes before the new one is made: one of them at a time at the peak.
         self.cand_probe = Vec::new();
         self.cand_probe = filled(NONE, self.cand_idx.len(), "candidate probes")?;
         self.shift = s;
