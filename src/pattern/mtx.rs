@@ -135,12 +135,27 @@ fn shown(s: &str) -> String {
     t
 }
 
-/// Reads the structure of a coordinate Matrix Market file. Memory is proportional to what the
-/// file holds (its entries) plus the m + 1 row pointers of the result; sizes are checked before
-/// anything is allocated. Errors: a malformed header, size line or entry (the message names the
-/// line); sizes that are zero or above `u32::MAX`; a symmetric file that is not square; an
-/// entry outside the matrix; a count that does not match; a line longer than 4 KiB; out of
-/// memory (reported, never an abort).
+/// Rows and columns a file may declare beyond [`SIZE_PER_BYTE`] per byte it holds: 2^20, so
+/// any small file can describe a pattern of up to a million rows and columns with few entries.
+pub const SIZE_FLOOR: usize = 1 << 20;
+
+/// Rows and columns a file may declare per byte it holds, beyond [`SIZE_FLOOR`]. An entry line
+/// takes at least 4 bytes ("1 1\n"), so a file whose rows and columns mostly hold an entry is
+/// far inside the rule; a file that declares millions of rows and holds a few lines is not a
+/// pattern anyone wrote, and reading it would cost memory out of all proportion to the file.
+pub const SIZE_PER_BYTE: usize = 16;
+
+/// Reads the structure of a coordinate Matrix Market file.
+///
+/// Memory is proportional to what the file holds: the entries are read first, and the result's
+/// m + 1 row pointers (and whatever later works on its n columns) are allocated only if m + n is
+/// at most [`SIZE_FLOOR`] + [`SIZE_PER_BYTE`] x (the bytes of the file), so a 100-byte file
+/// cannot make nanprop allocate gigabytes. Sizes are checked before anything is allocated.
+///
+/// Errors: a malformed header, size line or entry (the message names the line); sizes that are
+/// zero or above `u32::MAX`; a symmetric file that is not square; an entry outside the matrix;
+/// a count that does not match; a line longer than 4 KiB; m + n above the rule (the message
+/// gives the numbers); out of memory (reported, never an abort).
 pub fn read_pattern(mut r: impl BufRead) -> Result<Pattern> {
     let bad = |line: usize, what: &str| {
         Error::invalid(format!("Matrix Market line {}: {what}", line + 1))
@@ -171,11 +186,13 @@ pub fn read_pattern(mut r: impl BufRead) -> Result<Pattern> {
     let mut entries: Vec<(u32, u32)> = Vec::new();
     let mut stored = 0usize;
     let mut no = 0;
+    let mut bytes = buf.len();
     loop {
         no += 1;
         let Some(line) = next_line(&mut r, &mut buf, no)? else {
             break;
         };
+        bytes += line.len();
         let t = line.trim();
         if t.is_empty() || t.starts_with('%') {
             continue;
@@ -228,6 +245,16 @@ pub fn read_pattern(mut r: impl BufRead) -> Result<Pattern> {
     if stored != nnz {
         return Err(Error::invalid(format!(
             "Matrix Market size line says {nnz} entries, the file holds {stored}"
+        )));
+    }
+    let allowed = SIZE_PER_BYTE
+        .saturating_mul(bytes)
+        .saturating_add(SIZE_FLOOR);
+    if m.saturating_add(n) > allowed {
+        return Err(Error::invalid(format!(
+            "Matrix Market size line declares {m} x {n}, but the file holds {bytes} bytes: \
+             nanprop reads at most {SIZE_FLOOR} rows and columns plus {SIZE_PER_BYTE} per byte \
+             ({allowed} here), so that memory stays proportional to the file"
         )));
     }
     entries.sort_unstable();
@@ -298,5 +325,38 @@ mod tests {
             err("%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 x\n")
                 .contains("integer")
         );
+    }
+
+    /// The fuzzer's find: 130 bytes declaring 61.5 million rows made the reader fill 61.5
+    /// million row pointers (975 MB). Declared sizes beyond the file's contents are refused
+    /// before anything is allocated; sizes a file really holds are read.
+    #[test]
+    fn sizes_in_proportion_to_the_file() {
+        let huge = "%%MatrixMarket matrix coordinate integer general\n61510640 2 0\n";
+        let message = read_pattern(huge.as_bytes()).unwrap_err().message;
+        assert!(message.contains("61510640 x 2"), "{message}");
+        assert!(message.contains("proportional"), "{message}");
+        // Empty rows within the floor: a million-row pattern with one entry reads.
+        let small = "%%MatrixMarket matrix coordinate pattern general\n1000000 48575 1\n3 4\n";
+        let p = read_pattern(small.as_bytes()).unwrap();
+        assert_eq!((p.rows(), p.cols(), p.nnz()), (1_000_000, 48_575, 1));
+        // One byte past the floor plus 16 per byte of the file is refused.
+        let head = "%%MatrixMarket matrix coordinate pattern general\n";
+        let with = |m: usize| format!("{head}{m} 1 0\n");
+        // A seven-digit m: the file is head + 7 + " 1 0\n" bytes long, and m + 1 (n = 1) may
+        // be at most the floor plus 16 per byte.
+        let len = head.len() + 7 + 5;
+        let m = SIZE_FLOOR + SIZE_PER_BYTE * len - 1;
+        assert_eq!(with(m).len(), len);
+        assert!(read_pattern(with(m).as_bytes()).is_ok());
+        assert!(read_pattern(with(m + 1).as_bytes()).is_err());
+        // A long pattern whose rows hold entries reads at any size within u32.
+        let rows = 3_000_000;
+        let mut text = format!("{head}{rows} 2 {rows}\n");
+        for i in 1..=rows {
+            text.push_str(&format!("{i} 1\n"));
+        }
+        let p = read_pattern(text.as_bytes()).unwrap();
+        assert_eq!(p.nnz(), rows);
     }
 }
