@@ -1,6 +1,7 @@
 /* Bad arguments, failing black boxes, outputs not finite at x0: every one gets its status and
  * a message, and nothing crashes. */
 #include <math.h>
+#include <stddef.h>
 #include "check.h"
 
 static int identity(void *ud, size_t n, const double *x, size_t m, double *y) {
@@ -48,6 +49,19 @@ static int crashes_above_one(void *ud, size_t n, const double *x, size_t m, doub
         *nowhere = 1.0;
     }
     for (size_t i = 0; i < m && i < n; i++) y[i] = x[i];
+    return 0;
+}
+
+/* y = x, times (1 + 1e-13 e) with e a new pseudo-random number in [-1, 1) at every call and for
+ * every output: an iterative solver's jitter. */
+static int jitters(void *ud, size_t n, const double *x, size_t m, double *y) {
+    unsigned long long *state = (unsigned long long *)ud;
+    (void)m;
+    for (size_t i = 0; i < n; i++) {
+        *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+        double e = (double)(*state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+        y[i] = x[i] * (1.0 + 1e-13 * e);
+    }
     return 0;
 }
 
@@ -104,6 +118,35 @@ int main(void) {
     CHECK_STATUS(nanprop_trace(identity, NULL, 3, 3, x0, &o, &p), NANPROP_ERR_INVALID_ARGUMENT);
     CHECK(error_mentions("newer"));
     nanprop_options_init(NULL); /* no-op, no crash */
+
+    /* Noise: estimated and tolerated by default (exact diagonal pattern, the estimate and the
+       tolerance reported); NANPROP_NOISE_ERROR stops naming it; an unknown value is refused;
+       a version 2 struct (before the field) gets the default. */
+    {
+        enum { N = 40 };
+        double xn[N];
+        for (int j = 0; j < N; j++) xn[j] = 1.0 + j;
+        unsigned long long state = 1;
+        nanprop_options_init(&o);
+        CHECK_STATUS(nanprop_trace(jitters, &state, N, N, xn, &o, &p), NANPROP_OK);
+        CHECK(nanprop_pattern_nnz(p) == N);
+        double noise = nanprop_pattern_noise(p), tolerance = nanprop_pattern_tolerance(p);
+        CHECK(noise > 1e-14 && noise < 2e-13);
+        CHECK(tolerance >= 100 * noise && tolerance < 1e-9);
+        nanprop_pattern_free(p);
+        o.noise = NANPROP_NOISE_ERROR;
+        CHECK_STATUS(nanprop_trace(jitters, &state, N, N, xn, &o, &p), NANPROP_ERR_BLACKBOX);
+        CHECK(error_mentions("noisy") && error_mentions("verify_tolerance"));
+        o.noise = 7;
+        CHECK_STATUS(nanprop_trace(jitters, &state, N, N, xn, &o, &p), NANPROP_ERR_INVALID_ARGUMENT);
+        CHECK(error_mentions("options.noise = 7"));
+        o.version = 2;
+        o.struct_size = offsetof(nanprop_options, noise);
+        CHECK_STATUS(nanprop_trace(jitters, &state, N, N, xn, &o, &p), NANPROP_OK);
+        CHECK(nanprop_pattern_tolerance(p) > 0.0);
+        nanprop_pattern_free(p);
+        CHECK(nanprop_pattern_tolerance(NULL) == 0.0);
+    }
 
     /* A black box that fails at a finite point (the verification of input 0): the status, and
        the evaluation in the message. */

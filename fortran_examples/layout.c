@@ -14,7 +14,7 @@ int main(void) {
     F(nanprop_options, verify_step); F(nanprop_options, verify_tolerance);
     F(nanprop_options, sample_points); F(nanprop_options, sample_scale); F(nanprop_options, seed);
     F(nanprop_options, isolate); F(nanprop_options, timeout); F(nanprop_options, threads);
-    F(nanprop_options, processes); F(nanprop_options, journal); F(nanprop_options, function_id);
+    F(nanprop_options, processes); F(nanprop_options, journal); F(nanprop_options, function_id); F(nanprop_options, noise);
     printf("nanprop_options.size %zu\n", sizeof(nanprop_options));
     F(nanprop_coloring_options, struct_size); F(nanprop_coloring_options, version);
     F(nanprop_coloring_options, order); F(nanprop_coloring_options, seed);

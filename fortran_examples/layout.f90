@@ -28,6 +28,7 @@ program layout
   call field('nanprop_options.processes', c_loc(o%processes))
   call field('nanprop_options.journal', c_loc(o%journal))
   call field('nanprop_options.function_id', c_loc(o%function_id))
+  call field('nanprop_options.noise', c_loc(o%noise))
   print '(a, i0)', 'nanprop_options.size ', c_sizeof(o)
 
   base = transfer(c_loc(c), base)

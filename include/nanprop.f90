@@ -41,6 +41,8 @@ module nanprop
   integer(c_int32_t), parameter :: NANPROP_CONVENTION_OPEN_IN_WORKER = 512
   ! nanprop_options%nonfinite_baseline
   integer(c_int32_t), parameter :: NANPROP_NONFINITE_MARK_DENSE = 0, NANPROP_NONFINITE_ERROR = 1
+  ! nanprop_options%noise
+  integer(c_int32_t), parameter :: NANPROP_NOISE_TOLERATE = 0, NANPROP_NOISE_ERROR = 1
   ! Entry kinds (nanprop_pattern_entry_kinds)
   integer(c_int8_t), parameter :: NANPROP_ENTRY_TRACED = 0, NANPROP_ENTRY_PERTURBATION = 1
   integer(c_int8_t), parameter :: NANPROP_ENTRY_CHUNK = 2, NANPROP_ENTRY_UNRESOLVED = 3
@@ -71,6 +73,7 @@ module nanprop
     integer(c_size_t) :: processes
     type(c_ptr) :: journal
     type(c_ptr) :: function_id
+    integer(c_int32_t) :: noise
   end type nanprop_options
 
   type, bind(C) :: nanprop_coloring_options
@@ -198,6 +201,13 @@ module nanprop
       import :: c_ptr, c_double
       type(c_ptr), value :: p
       real(c_double) :: noise
+    end function
+
+    ! The change tolerance the trace used (verify_tolerance, or the one set from the noise).
+    function nanprop_pattern_tolerance(p) bind(C, name="nanprop_pattern_tolerance") result(t)
+      import :: c_ptr, c_double
+      type(c_ptr), value :: p
+      real(c_double) :: t
     end function
 
     function nanprop_pattern_csr(p, row_ptr, col_idx) bind(C, name="nanprop_pattern_csr") result(status)

@@ -108,10 +108,23 @@ const char *nanprop_last_error(void);
 #define NANPROP_NONFINITE_ERROR 1
 
 /**
- * The version of `nanprop_options` this header describes (2 added `function_id`; a version 1
- * struct is still accepted).
+ * Noisy outputs (they change when f is evaluated again at the same point) and no
+ * `verify_tolerance`: estimate the noise from the repeated evaluations (ECnoise's difference
+ * table), set the tolerance from it and go on; `nanprop_pattern_noise` and
+ * `nanprop_pattern_tolerance` say so (default).
  */
-#define NANPROP_OPTIONS_VERSION 2
+#define NANPROP_NOISE_TOLERATE 0
+
+/**
+ * Noisy outputs and no `verify_tolerance`: fail with NANPROP_ERR_BLACKBOX naming them.
+ */
+#define NANPROP_NOISE_ERROR 1
+
+/**
+ * The version of `nanprop_options` this header describes (2 added `function_id`, 3 `noise`;
+ * older structs are still accepted and read with the defaults for the fields they lack).
+ */
+#define NANPROP_OPTIONS_VERSION 3
 
 /**
  * Entry kind: proven by NaN tracing.
@@ -202,7 +215,7 @@ typedef struct {
   /**
    * An output counts as changed (by a NaN probe or by the verification step) only when it
    * moves by more than verify_tolerance * max(|y|, 1) or stops being finite; 0 (default):
-   * any change of its bits. For codes whose results jitter.
+   * any change of its bits, and if the outputs jitter, what `noise` says.
    */
   double verify_tolerance;
   /**
@@ -252,6 +265,11 @@ typedef struct {
    * and x0 would be replayed. Loaded libraries are identified by themselves.
    */
   const char *function_id;
+  /**
+   * One of the NANPROP_NOISE_* values (version 3): what to do when f's outputs jitter and
+   * `verify_tolerance` is 0.
+   */
+  uint32_t noise;
 } nanprop_options;
 
 /**
@@ -417,12 +435,18 @@ size_t nanprop_pattern_num_failed_columns(const nanprop_pattern *p);
 nanprop_status nanprop_pattern_failed_columns(const nanprop_pattern *p, size_t *cols);
 
 /**
- * The estimated relative noise of f's outputs: the largest relative change that
- * `verify_tolerance` counted as none; 0 when repeated evaluations agreed bit for bit (a trace
- * of a noisy black box without a tolerance stops with NANPROP_ERR_BLACKBOX naming the noisy
- * outputs). 0 for NULL.
+ * The estimated relative noise of f's outputs (a standard deviation relative to each
+ * output), from the evaluations the trace repeated at the same point, as ECnoise estimates
+ * it; 0 when repeated evaluations agreed bit for bit. 0 for NULL.
  */
 double nanprop_pattern_noise(const nanprop_pattern *p);
+
+/**
+ * The change tolerance the trace used: `verify_tolerance` as given, or the one set from the
+ * noise (NANPROP_NOISE_TOLERATE: 100 times `nanprop_pattern_noise`, at least 10 times the
+ * largest jitter seen); 0 when every change of an output's bits counted. 0 for NULL.
+ */
+double nanprop_pattern_tolerance(const nanprop_pattern *p);
 
 /**
  * Makes a pattern from CSR arrays, 0-based: `row_ptr` has m + 1 nondecreasing entries from 0

@@ -94,4 +94,4 @@ pub use driver::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use pattern::{EntryKind, Pattern, TraceReport};
-pub use trace::{NonFiniteBaseline, Strategy, TraceOptions, TraceSession};
+pub use trace::{Noise, NonFiniteBaseline, Strategy, TraceOptions, TraceSession};

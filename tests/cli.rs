@@ -29,6 +29,18 @@ int spins(void *ud, size_t n, const double *x, size_t m, double *y) {
     for (size_t i = 0; i < m; i++) y[i] = x[i % n];
     return 0;
 }
+/* C convention, 40 inputs: y_i = x_i * (1 + 1e-13 e), e new at every call (from the clock,
+   so that forked workers jitter too). */
+#include <time.h>
+void jitters(const double *x, double *y) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    unsigned long long s = (unsigned long long)t.tv_nsec * 2654435761ULL + (unsigned long long)t.tv_sec;
+    for (int i = 0; i < 40; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        y[i] = x[i] * (1.0 + 1e-13 * ((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0));
+    }
+}
 "#;
 
 /// A directory of this test's own (tests run in parallel threads of one process).
@@ -722,6 +734,63 @@ fn json_summary_entry_kinds_and_budget_warnings() {
             .all(|l| l.ends_with(" 0") || l.ends_with(" 3")),
         "{k}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Noise: estimated and tolerated by default, said on standard error and in the JSON summary;
+/// `--noise error` stops with the message; `--tolerance` is used as given.
+#[test]
+fn noise_is_said_or_stops_the_trace() {
+    let dir = scratch("noise");
+    let lib = build_model(&dir);
+    let base = [
+        "trace",
+        "--lib",
+        lib.to_str().unwrap(),
+        "--symbol",
+        "jitters",
+        "--convention",
+        "c",
+        "-n",
+        "40",
+        "-m",
+        "40",
+        "--x0",
+        "1.5",
+        "--quiet",
+        "--format",
+        "json",
+    ];
+    let o = nanprop(&base);
+    assert!(o.status.success(), "{}", text(&o));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(stdout.contains("\"nnz\": 40,"), "{stdout}");
+    assert!(
+        stderr.contains("note: the outputs jitter by about"),
+        "{stderr}"
+    );
+    let field = |name: &str| -> f64 {
+        let at = stdout.find(&format!("\"{name}\": ")).unwrap() + name.len() + 4;
+        stdout[at..]
+            .split([',', '}'])
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(field("noise") > 1e-14 && field("noise") < 2e-13, "{stdout}");
+    assert!(field("tolerance") >= 100.0 * field("noise"), "{stdout}");
+    let o = nanprop(&[&base[..], &["--noise", "error"]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("noisy"), "{}", text(&o));
+    let o = nanprop(&[&base[..], &["--tolerance", "1e-9"]].concat());
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\"tolerance\": 1e-9"));
+    let o = nanprop(&[&base[..], &["--tolerance", "-1"]].concat());
+    assert!(!o.status.success(), "{}", text(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -203,6 +203,7 @@ def trace(
     verify: Optional[bool] = None,
     verify_step: Optional[float] = None,
     verify_tolerance: Optional[float] = None,
+    noise: Optional[str] = None,
     sample_points: Optional[int] = None,
     sample_scale: Optional[float] = None,
     seed: Optional[int] = None,
@@ -246,6 +247,11 @@ def trace(
     verify_step : relative size of those steps (default 1e-3; each step gets a random factor).
     verify_tolerance : relative change an output must exceed to count as changed (default 0:
         any change of its bits); for functions whose outputs jitter (iterative solvers).
+    noise : what to do when f's outputs change on evaluating it again at the same point and
+        no `verify_tolerance` is given: ``"tolerate"`` (default: estimate the noise from the
+        repeated evaluations, ECnoise-style, set the tolerance from it; ``report["noise"]``
+        and ``report["tolerance"]`` give both) or ``"error"`` (raise `BlackBoxError` naming
+        the noisy outputs).
     sample_points, sample_scale : also trace at this many points sampled around x0, at this
         relative scale (defaults 0 and 0.1), and return the union.
     seed : seed of the sampled points and of the verification steps (default 0).
@@ -291,6 +297,7 @@ def trace(
         verify=verify,
         verify_step=verify_step,
         verify_tolerance=verify_tolerance,
+        noise=noise,
         sample_points=sample_points,
         sample_scale=sample_scale,
         seed=seed,

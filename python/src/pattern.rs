@@ -131,8 +131,8 @@ impl PyPattern {
 
     /// Every counter of the trace, by name: evaluations, unresolved, assumed,
     /// verification_evaluations, found_by_perturbation, replayed, steps, budget_exhausted,
-    /// failed_evaluations, failed_columns (inputs whose NaN made f fail), rechecked_rows, noise,
-    /// via_float.
+    /// failed_evaluations, failed_columns (inputs whose NaN made f fail), rechecked_rows, noise
+    /// (estimated relative noise), tolerance (the change tolerance used), via_float.
     #[getter]
     fn report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let r = &self.inner.report;
@@ -149,6 +149,7 @@ impl PyPattern {
         d.set_item("failed_columns", r.failed_columns.clone())?;
         d.set_item("rechecked_rows", r.rechecked_rows)?;
         d.set_item("noise", r.noise)?;
+        d.set_item("tolerance", r.tolerance)?;
         d.set_item("via_float", r.via_float)?;
         Ok(d)
     }

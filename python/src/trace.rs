@@ -9,13 +9,13 @@ use nanprop::driver::entry::trace_flat;
 use nanprop::driver::Progress;
 use nanprop::loader::SharedLoaded;
 use nanprop::trace::options::seconds;
-use nanprop::{NonFiniteBaseline, Strategy, TraceOptions};
+use nanprop::{Noise, NonFiniteBaseline, Strategy, TraceOptions};
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// The option names `trace` accepts, as the C struct `nanprop_options` names its fields.
-pub const OPTIONS: [&str; 16] = [
+pub const OPTIONS: [&str; 17] = [
     "strategy",
     "chunk_size",
     "max_evaluations",
@@ -23,6 +23,7 @@ pub const OPTIONS: [&str; 16] = [
     "verify",
     "verify_step",
     "verify_tolerance",
+    "noise",
     "sample_points",
     "sample_scale",
     "seed",
@@ -61,6 +62,14 @@ pub fn options(kw: Option<&Bound<'_, PyDict>>) -> PyResult<TraceOptions> {
                     "mark-dense" => NonFiniteBaseline::MarkDense,
                     "error" => NonFiniteBaseline::Error,
                     _ => return Err(bad("'mark-dense' or 'error'")),
+                };
+            }
+            "noise" => {
+                let s: String = value.extract().map_err(|_| bad("a string"))?;
+                o.noise = match s.as_str() {
+                    "tolerate" => Noise::Tolerate,
+                    "error" => Noise::Error,
+                    _ => return Err(bad("'tolerate' or 'error'")),
                 };
             }
             "max_evaluations" => {

@@ -199,6 +199,27 @@ def test_isolation_turns_a_crash_into_an_error_and_processes_trace_python():
     assert p.nnz == 3 * 300 - 2
 
 
+def test_noise_is_estimated_and_tolerated_or_raises():
+    rng = np.random.default_rng(3)
+    n = 300
+
+    def jittery(x):
+        y = x.copy()
+        y[1:] += 0.5 * x[:-1]
+        return y * (1.0 + 1e-13 * rng.uniform(-1.0, 1.0, n))
+
+    p = nanprop.trace(jittery, np.linspace(1.0, 2.0, n))
+    expected = scipy.sparse.eye(n) + scipy.sparse.eye(n, k=-1)
+    assert (p.to_scipy() != (expected != 0)).nnz == 0
+    sigma = 1e-13 / np.sqrt(3.0)
+    assert sigma / 2 < p.report["noise"] < 2 * sigma
+    assert p.report["tolerance"] >= 100 * p.report["noise"]
+    with pytest.raises(nanprop.BlackBoxError, match="noisy"):
+        nanprop.trace(jittery, np.linspace(1.0, 2.0, n), noise="error")
+    with pytest.raises(nanprop.InvalidArgumentError):
+        nanprop.trace(jittery, np.linspace(1.0, 2.0, n), noise="ignore")
+
+
 def test_progress_callback_sees_every_evaluation():
     seen = []
     p = nanprop.trace(tridiagonal, np.zeros(500), progress=lambda *a: seen.append(a))

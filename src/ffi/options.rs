@@ -4,7 +4,7 @@
 use super::abi::{self, read_versioned, Versioned};
 use crate::error::{Error, Result};
 use crate::trace::options::seconds;
-use crate::trace::{NonFiniteBaseline, Strategy, TraceOptions};
+use crate::trace::{Noise, NonFiniteBaseline, Strategy, TraceOptions};
 use std::ffi::c_char;
 
 /// Strategy: the library's choice (currently NANPROP_STRATEGY_PAYLOAD).
@@ -21,9 +21,17 @@ pub const NANPROP_NONFINITE_MARK_DENSE: u32 = 0;
 /// Outputs NaN/Inf at x0: fail with NANPROP_ERR_BASELINE_NOT_FINITE.
 pub const NANPROP_NONFINITE_ERROR: u32 = 1;
 
-/// The version of `nanprop_options` this header describes (2 added `function_id`; a version 1
-/// struct is still accepted).
-pub const NANPROP_OPTIONS_VERSION: u32 = 2;
+/// Noisy outputs (they change when f is evaluated again at the same point) and no
+/// `verify_tolerance`: estimate the noise from the repeated evaluations (ECnoise's difference
+/// table), set the tolerance from it and go on; `nanprop_pattern_noise` and
+/// `nanprop_pattern_tolerance` say so (default).
+pub const NANPROP_NOISE_TOLERATE: u32 = 0;
+/// Noisy outputs and no `verify_tolerance`: fail with NANPROP_ERR_BLACKBOX naming them.
+pub const NANPROP_NOISE_ERROR: u32 = 1;
+
+/// The version of `nanprop_options` this header describes (2 added `function_id`, 3 `noise`;
+/// older structs are still accepted and read with the defaults for the fields they lack).
+pub const NANPROP_OPTIONS_VERSION: u32 = 3;
 
 /// Options of `nanprop_trace` and every other trace. Always start from
 /// `nanprop_options_init`, which sets `struct_size` and `version` for the header you compiled
@@ -59,7 +67,7 @@ pub struct nanprop_options {
     pub verify_step: f64,
     /// An output counts as changed (by a NaN probe or by the verification step) only when it
     /// moves by more than verify_tolerance * max(|y|, 1) or stops being finite; 0 (default):
-    /// any change of its bits. For codes whose results jitter.
+    /// any change of its bits, and if the outputs jitter, what `noise` says.
     pub verify_tolerance: f64,
     /// Also trace at this many points sampled around x0 and return the union (default 0):
     /// x_j = x0_j + sample_scale * max(|x0_j|, 1) * z, z standard normal, so that branches taken
@@ -90,6 +98,9 @@ pub struct nanprop_options {
     /// tell two callbacks apart, so a journal written for another function with the same n, m
     /// and x0 would be replayed. Loaded libraries are identified by themselves.
     pub function_id: *const c_char,
+    /// One of the NANPROP_NOISE_* values (version 3): what to do when f's outputs jitter and
+    /// `verify_tolerance` is 0.
+    pub noise: u32,
 }
 
 fn default_options() -> nanprop_options {
@@ -112,6 +123,7 @@ fn default_options() -> nanprop_options {
         processes: 0,
         journal: std::ptr::null(),
         function_id: std::ptr::null(),
+        noise: NANPROP_NOISE_TOLERATE,
     }
 }
 
@@ -123,7 +135,8 @@ impl Versioned for nanprop_options {
     fn size_of_version(version: u32) -> Option<usize> {
         match version {
             1 => Some(std::mem::offset_of!(nanprop_options, function_id)),
-            2 => Some(std::mem::size_of::<nanprop_options>()),
+            2 => Some(std::mem::offset_of!(nanprop_options, noise)),
+            3 => Some(std::mem::size_of::<nanprop_options>()),
             _ => None,
         }
     }
@@ -167,6 +180,15 @@ pub(crate) unsafe fn read_options(options: *const nanprop_options) -> Result<Tra
             )))
         }
     };
+    let noise = match o.noise {
+        NANPROP_NOISE_TOLERATE => Noise::Tolerate,
+        NANPROP_NOISE_ERROR => Noise::Error,
+        v => {
+            return Err(Error::invalid(format!(
+                "options.noise = {v} is not a NANPROP_NOISE_* value"
+            )))
+        }
+    };
     let defaults = TraceOptions::default();
     Ok(TraceOptions {
         strategy,
@@ -180,6 +202,7 @@ pub(crate) unsafe fn read_options(options: *const nanprop_options) -> Result<Tra
             o.verify_step
         },
         verify_tolerance: o.verify_tolerance,
+        noise,
         sample_points: o.sample_points,
         sample_scale: o.sample_scale,
         seed: o.seed,

@@ -222,10 +222,9 @@ pub unsafe extern "C" fn nanprop_pattern_failed_columns(
     })
 }
 
-/// The estimated relative noise of f's outputs: the largest relative change that
-/// `verify_tolerance` counted as none; 0 when repeated evaluations agreed bit for bit (a trace
-/// of a noisy black box without a tolerance stops with NANPROP_ERR_BLACKBOX naming the noisy
-/// outputs). 0 for NULL.
+/// The estimated relative noise of f's outputs (a standard deviation relative to each
+/// output), from the evaluations the trace repeated at the same point, as ECnoise estimates
+/// it; 0 when repeated evaluations agreed bit for bit. 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_pattern_noise(p: *const nanprop_pattern) -> f64 {
     let mut noise = 0.0;
@@ -235,6 +234,20 @@ pub unsafe extern "C" fn nanprop_pattern_noise(p: *const nanprop_pattern) -> f64
         Ok(())
     });
     noise
+}
+
+/// The change tolerance the trace used: `verify_tolerance` as given, or the one set from the
+/// noise (NANPROP_NOISE_TOLERATE: 100 times `nanprop_pattern_noise`, at least 10 times the
+/// largest jitter seen); 0 when every change of an output's bits counted. 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn nanprop_pattern_tolerance(p: *const nanprop_pattern) -> f64 {
+    let mut tolerance = 0.0;
+    guarded("nanprop_pattern_tolerance", || {
+        // SAFETY: NULL or a live pattern, by contract.
+        tolerance = unsafe { pattern_ref(p)? }.report.tolerance;
+        Ok(())
+    });
+    tolerance
 }
 
 /// Makes a pattern from CSR arrays, 0-based: `row_ptr` has m + 1 nondecreasing entries from 0

@@ -104,10 +104,14 @@ pub struct TraceReport {
     /// Rows that failed the check of the traced pattern and were traced again with every probe
     /// verified ([`crate::trace::check`]).
     pub rechecked_rows: usize,
-    /// The estimated relative noise of the outputs: the largest relative change of an output
-    /// that a tolerance ([`crate::TraceOptions::verify_tolerance`]) counted as none; 0 when
-    /// repeated evaluations agreed bit for bit ([`crate::trace::noise`]).
+    /// The estimated relative noise of the outputs (a standard deviation relative to each
+    /// output's value), from the repeated evaluations the trace made anyway, as ECnoise
+    /// estimates it ([`crate::trace::noise`]); 0 when repeated evaluations agreed bit for bit.
     pub noise: f64,
+    /// The change tolerance the trace used: the caller's
+    /// [`crate::TraceOptions::verify_tolerance`], or the one set from the noise
+    /// ([`crate::Noise::Tolerate`]); 0 when every change of an output's bits counted.
+    pub tolerance: f64,
 }
 
 /// A sparsity pattern of an m x n Jacobian in CSR form.
@@ -270,6 +274,7 @@ impl Pattern {
             budget_exhausted: r.budget_exhausted || s.budget_exhausted,
             failed_evaluations: r.failed_evaluations + s.failed_evaluations,
             noise: r.noise.max(s.noise),
+            tolerance: r.tolerance.max(s.tolerance),
             rechecked_rows: r.rechecked_rows + s.rechecked_rows,
             failed_columns: {
                 let mut c = r.failed_columns.clone();

@@ -19,5 +19,5 @@ pub mod points;
 pub mod session;
 pub mod split;
 
-pub use options::{NonFiniteBaseline, Strategy, TraceOptions};
+pub use options::{Noise, NonFiniteBaseline, Strategy, TraceOptions};
 pub use session::{Request, RequestKind, TraceSession};

@@ -32,6 +32,20 @@ pub enum NonFiniteBaseline {
     Error,
 }
 
+/// What to do when the outputs jitter: change when f is evaluated again at the same point
+/// ([`crate::trace::noise`]) and no [`TraceOptions::verify_tolerance`] is set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Noise {
+    /// Estimate the noise from the repeated evaluations the trace makes anyway (ECnoise's
+    /// difference table), set the change tolerance from it and go on; the pattern's report
+    /// gives both ([`crate::TraceReport::noise`], [`crate::TraceReport::tolerance`]).
+    #[default]
+    Tolerate,
+    /// Stop with [`crate::ErrorKind::BlackBox`] naming the noisy outputs and the size of their
+    /// jitter.
+    Error,
+}
+
 /// Options of a trace. Fields are grouped as the C struct `nanprop_options` groups them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceOptions {
@@ -64,6 +78,9 @@ pub struct TraceOptions {
     /// moves by more than `verify_tolerance * max(|y|, 1)` or stops being finite; 0 (default)
     /// means any change of its bits. For codes whose results jitter.
     pub verify_tolerance: f64,
+    /// What to do when outputs jitter and `verify_tolerance` is 0 (default: estimate the noise
+    /// and set the tolerance from it).
+    pub noise: Noise,
     // --- where: more points than x0 (crate::trace::points)
     /// Also trace at this many points sampled around the first point, and return the union
     /// (default 0): `x_j = x0_j + sample_scale * max(|x0_j|, 1) * z_j`, `z_j` standard normal.
@@ -110,6 +127,7 @@ impl Default for TraceOptions {
             verify: true,
             verify_step: 1e-3,
             verify_tolerance: 0.0,
+            noise: Noise::Tolerate,
             sample_points: 0,
             sample_scale: 0.1,
             seed: 0,

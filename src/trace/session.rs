@@ -76,7 +76,8 @@ use crate::probe::Probe;
 use crate::trace::check::Check;
 use crate::trace::failure::Failure;
 use crate::trace::journal::{self, Fnv, Journal, RequestKey};
-use crate::trace::options::{NonFiniteBaseline, Strategy, TraceOptions};
+use crate::trace::noise::NoiseEstimate;
+use crate::trace::options::{Noise, NonFiniteBaseline, Strategy, TraceOptions};
 use crate::trace::split::{Merge, Part, PERTURBATION_POINTS};
 use bitvec::prelude::*;
 use std::borrow::Cow;
@@ -166,6 +167,10 @@ pub struct TraceSession {
     pairing: bool,
     /// After a failed check: the checked pattern and the rows traced again.
     checked: Option<(Pattern, BitVec)>,
+    /// The change tolerance in effect: the caller's, or the one set from the noise.
+    tolerance: f64,
+    /// Repeated values of noisy outputs ([`crate::trace::noise`]).
+    noise: NoiseEstimate,
 }
 
 impl TraceSession {
@@ -234,8 +239,13 @@ impl TraceSession {
             pending: HashMap::new(),
             baseline: Vec::new(),
             baseline_rows: None,
-            report: TraceReport::default(),
+            report: TraceReport {
+                tolerance: options.verify_tolerance,
+                ..TraceReport::default()
+            },
             check_precision: options.precision,
+            tolerance: options.verify_tolerance,
+            noise: NoiseEstimate::default(),
         })
     }
 
@@ -617,7 +627,7 @@ impl TraceSession {
 
     /// Whether the verification step changed output `i`: `fin` against the baseline `base`.
     fn changed(&self, base: f64, fin: f64) -> bool {
-        match self.options.verify_tolerance {
+        match self.tolerance {
             0.0 => base.to_bits() != fin.to_bits(),
             t => !fin.is_finite() || (fin - base).abs() > t * base.abs().max(1.0),
         }
@@ -665,7 +675,7 @@ impl TraceSession {
         // Noise shows in every evaluation: the first NaN requests of a trace and one in 32
         // after them are examined (a pass over the outputs each).
         if kind == RequestKind::Nan && (self.report.evaluations <= 16 || id.is_multiple_of(32)) {
-            self.check_noise(id, y)?;
+            self.observe_noise(id, y)?;
         }
         // With a tolerance, a finite output within it of its baseline counts as unchanged, in
         // the NaN probe as in its verification.
@@ -736,7 +746,7 @@ impl TraceSession {
         let Stage::Checking(mut check) = std::mem::replace(&mut self.stage, Stage::Baseline) else {
             unreachable!("told while checking")
         };
-        let slack = self.options.verify_tolerance;
+        let slack = self.tolerance;
         check.tell(
             id,
             y,
@@ -770,15 +780,35 @@ impl TraceSession {
         Ok(())
     }
 
-    /// Without a tolerance, stops a trace whose NaN request `id` shows noise
-    /// ([`crate::trace::noise`]).
-    fn check_noise(&self, id: usize, y: &[f64]) -> Result<()> {
-        if self.options.verify_tolerance != 0.0 {
+    /// Adds the outputs of NaN request `id` to the noise estimate. When they show noise and no
+    /// tolerance is in effect: sets one from the estimate ([`Noise::Tolerate`]), or stops the
+    /// trace ([`Noise::Error`]) ([`crate::trace::noise`]).
+    fn observe_noise(&mut self, id: usize, y: &[f64]) -> Result<()> {
+        let rows = self.noise.observe(y, &self.baseline);
+        self.report.noise = self.noise.relative();
+        if self.tolerance != 0.0 {
+            if self.options.verify_tolerance == 0.0 {
+                // Set from the noise: it follows the estimate up (never down, so that what was
+                // counted as noise stays noise).
+                self.tolerance = self.tolerance.max(self.noise.tolerance());
+                self.report.tolerance = self.tolerance;
+            }
             return Ok(());
         }
-        match crate::trace::noise::noisy(y, &self.baseline, || self.describe(id)) {
-            None => Ok(()),
-            Some(words) => Err(Error::new(ErrorKind::BlackBox, words)),
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let Some(words) = crate::trace::noise::noisy(y, &self.baseline, || self.describe(id))
+        else {
+            return Ok(());
+        };
+        match self.options.noise {
+            Noise::Error => Err(Error::new(ErrorKind::BlackBox, words)),
+            Noise::Tolerate => {
+                self.tolerance = self.noise.tolerance();
+                self.report.tolerance = self.tolerance;
+                Ok(())
+            }
         }
     }
 
@@ -943,21 +973,16 @@ impl TraceSession {
     /// request) ; unchanged without a tolerance or for a verification request (which compares
     /// with the tolerance itself).
     fn within_tolerance<'a>(&mut self, y: &'a [f64], kind: RequestKind) -> Result<Cow<'a, [f64]>> {
-        let t = self.options.verify_tolerance;
+        let t = self.tolerance;
         if t == 0.0 || kind != RequestKind::Nan {
             return Ok(Cow::Borrowed(y));
         }
-        let mut noise = self.report.noise;
         let mut y = copied(y, "outputs within the tolerance")?;
         for (v, &b) in y.iter_mut().zip(&self.baseline) {
             if b.is_finite() && v.is_finite() && (*v - b).abs() <= t * b.abs().max(1.0) {
-                if v.to_bits() != b.to_bits() {
-                    noise = noise.max(crate::trace::noise::relative_change(*v, b));
-                }
                 *v = b;
             }
         }
-        self.report.noise = noise;
         Ok(Cow::Owned(y))
     }
 

@@ -24,7 +24,7 @@ pub(crate) fn progress_bar(quiet: bool) -> ProgressBar {
 }
 
 /// Warnings on standard error about entries that are not proven: rows NaN/Inf at x0, entries a
-/// budget left unresolved, rows assumed dense.
+/// budget left unresolved; a note on noise when a tolerance was set from it.
 pub(crate) fn warnings(p: &Pattern) {
     if !p.nonfinite_rows().is_empty() {
         eprintln!(
@@ -37,6 +37,14 @@ pub(crate) fn warnings(p: &Pattern) {
             "nanprop: warning: the evaluation budget ran out: {} entries are unresolved (kept as \
              possible dependencies; --kinds FILE marks them)",
             p.report.unresolved
+        );
+    }
+    if p.report.noise > 0.0 && p.report.tolerance > 0.0 {
+        eprintln!(
+            "nanprop: note: the outputs jitter by about {:.1e} (relative, estimated from \
+             evaluations repeated at x0); changes below {:.1e} times max(|y|, 1) counted as none \
+             (--noise error stops instead, --tolerance sets it)",
+            p.report.noise, p.report.tolerance
         );
     }
 }
@@ -69,7 +77,7 @@ pub(crate) fn json_summary(
     let line = format!(
         "{{\"source\": {}, \"n\": {}, \"m\": {}, \"nnz\": {}, \"evaluations\": {}, \
          \"verification_evaluations\": {}, \"unresolved\": {}, \"assumed\": {}, \
-         \"budget_exhausted\": {}, \"kinds\": {{{}}}, \"nonfinite_rows\": {}, \"failed_columns\": {}, \"noise\": {:e}, \"colors\": {colors}, \
+         \"budget_exhausted\": {}, \"kinds\": {{{}}}, \"nonfinite_rows\": {}, \"failed_columns\": {}, \"noise\": {:e}, \"tolerance\": {:e}, \"colors\": {colors}, \
          \"lower_bound\": {}, \"seconds\": {seconds:.6}}}",
         json_string(source),
         p.cols(),
@@ -84,6 +92,7 @@ pub(crate) fn json_summary(
         list(p.nonfinite_rows()),
         list(&r.failed_columns),
         r.noise,
+        r.tolerance,
         lower_bound(p),
     );
     if to_stderr {

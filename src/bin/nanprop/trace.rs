@@ -12,7 +12,7 @@ use nanprop::driver::entry::trace_files;
 use nanprop::loader::LoadedBlackBox;
 use nanprop::pattern::mtx;
 use nanprop::trace::options::seconds;
-use nanprop::{trace_with_progress, ErrorKind, Pattern, TraceOptions};
+use nanprop::{trace_with_progress, ErrorKind, Noise, Pattern, TraceOptions};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -50,6 +50,13 @@ pub(crate) enum Format {
     Json,
 }
 
+/// `--noise`: [`Noise`].
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum NoiseArg {
+    Tolerate,
+    Error,
+}
+
 /// The options of a trace, shared by `trace` and `jacobian` (which traces when not given a
 /// pattern).
 #[derive(Args)]
@@ -68,6 +75,14 @@ pub(crate) struct TraceFlags {
     /// No verification by finite perturbation (half the evaluations, NaN tracing alone).
     #[arg(long)]
     pub(crate) no_verify: bool,
+    /// An output counts as changed only when it moves by more than this times max(|y|, 1)
+    /// (default 0: any change of its bits).
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) tolerance: f64,
+    /// Outputs that jitter when evaluated again at the same point (and no --tolerance):
+    /// estimate the noise and set the tolerance from it (default), or stop with an error.
+    #[arg(long, value_enum, default_value_t = NoiseArg::Tolerate)]
+    pub(crate) noise: NoiseArg,
     /// Run the routine in this process instead of a forked worker (faster; a crash of the
     /// routine, e.g. from a wrong --convention, then ends nanprop with a signal).
     #[arg(long, conflicts_with_all = ["isolate", "processes"])]
@@ -97,6 +112,11 @@ impl TraceFlags {
             chunk_size: self.chunk_size,
             max_evaluations: self.max_evaluations,
             verify: !self.no_verify,
+            verify_tolerance: self.tolerance,
+            noise: match self.noise {
+                NoiseArg::Tolerate => Noise::Tolerate,
+                NoiseArg::Error => Noise::Error,
+            },
             isolate: loaded && !self.no_isolate,
             processes: self.processes,
             timeout: seconds(self.timeout.unwrap_or(0.0), "--timeout")?,
@@ -120,6 +140,12 @@ impl TraceFlags {
         }
         if self.no_verify {
             v.push("--no-verify");
+        }
+        if self.tolerance != 0.0 {
+            v.push("--tolerance");
+        }
+        if self.noise != NoiseArg::Tolerate {
+            v.push("--noise");
         }
         if self.processes != 0 {
             v.push("--processes");
