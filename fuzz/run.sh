@@ -11,7 +11,7 @@
 # and libclang-rt-14-dev).
 #
 # The corpus in fuzz/corpus/TARGET is the seed and is only read; new inputs go to
-# fuzz/target/corpus-TARGET. A crash, a timeout (10 s) or more than 2 GB of memory fails the
+# fuzz/target/corpus-TARGET (or $FUZZ_WORK_CORPUS: a fresh directory starts from the seeds alone). A crash, a timeout (10 s) or more than 2 GB of memory fails the
 # run; the input is kept in fuzz/target/ (crash-*, timeout-*, oom-*).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -30,7 +30,7 @@ cargo build --quiet --release --target "$host" --manifest-path "$here/Cargo.toml
 exe="$here/target/fuzz-$target"
 "$clang" -g -fsanitize=fuzzer -DTARGET="nanprop_fuzz_$target" "$here/harness.c" \
   "$here/target/$host/release/libnanprop_fuzz.a" -lpthread -ldl -lm -o "$exe"
-work="$here/target/corpus-$target"
+work="${FUZZ_WORK_CORPUS:-$here/target/corpus-$target}"
 mkdir -p "$work"
 exec "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$here/target/" "$@" "$work" "$here/corpus/$target"
