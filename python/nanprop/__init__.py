@@ -100,6 +100,7 @@ def load(
     m: int,
     integer: int = 4,
     real: int = 8,
+    open_in_worker: bool = False,
 ) -> Loaded:
     """Loads the routine `symbol` from the shared library `path` as f: R^n -> R^m.
 
@@ -122,12 +123,26 @@ def load(
         (``-fdefault-integer-8``).
     real : bytes of its REAL arguments: 8 (double precision) or 4 (REAL*4: nanprop converts
         at the call, NaN tags surviving, and sizes Jacobian steps for float).
+    open_in_worker : load the library in a forked child first (a constructor that aborts,
+        crashes or calls ``exit()`` is then a `BlackBoxError`, not the end of Python), and in
+        each process that calls the routine from then on: with ``isolate=True`` or
+        ``processes=`` those are nanprop's workers, so the library's code never runs in Python's
+        process. Default False: loaded here, now.
 
     Raises `InvalidArgumentError` when the file, or the symbol under any of its names, is not
     found. A routine called with the wrong convention reads the wrong memory: trace it with
     ``isolate=True`` first, which turns a crash into a `BlackBoxError`.
     """
-    return Loaded(os.fspath(path), symbol, convention, n=n, m=m, integer=integer, real=real)
+    return Loaded(
+        os.fspath(path),
+        symbol,
+        convention,
+        n=n,
+        m=m,
+        integer=integer,
+        real=real,
+        open_in_worker=open_in_worker,
+    )
 
 
 def _points(x0: ArrayLike) -> np.ndarray:

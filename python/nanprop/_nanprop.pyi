@@ -53,6 +53,7 @@ class Loaded:
         m: int,
         integer: int = 4,
         real: int = 8,
+        open_in_worker: bool = False,
     ) -> None: ...
     @property
     def n(self) -> int: ...

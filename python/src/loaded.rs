@@ -49,7 +49,8 @@ impl PyLoaded {
 #[pymethods]
 impl PyLoaded {
     #[new]
-    #[pyo3(signature = (path, symbol, convention="fortran", *, n, m, integer=4, real=8))]
+    #[pyo3(signature = (path, symbol, convention="fortran", *, n, m, integer=4, real=8, open_in_worker=false))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         path: std::path::PathBuf,
         symbol: &str,
@@ -58,6 +59,7 @@ impl PyLoaded {
         m: usize,
         integer: usize,
         real: usize,
+        open_in_worker: bool,
     ) -> PyResult<Self> {
         let convention = Convention::parse(convention).ok_or_else(|| {
             invalid(format!(
@@ -75,8 +77,11 @@ impl PyLoaded {
             4 => Precision::Single,
             _ => return Err(invalid(format!("real = {real} must be 4 or 8"))),
         };
-        let inner =
-            LoadedBlackBox::open(&path, symbol, convention, n, m, int_kind, real).map_err(to_py)?;
+        let open = match open_in_worker {
+            true => LoadedBlackBox::open_in_worker,
+            false => LoadedBlackBox::open,
+        };
+        let inner = open(&path, symbol, convention, n, m, int_kind, real).map_err(to_py)?;
         Ok(PyLoaded { inner })
     }
 

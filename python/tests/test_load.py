@@ -95,3 +95,39 @@ def test_real4_routines_through_load_and_float32_python_functions(tmp_path):
     J32 = nanprop.JacobianPlan(q).evaluate(band, x0)
     assert J32.dtype == np.float32
     assert np.abs(J32.toarray() - exact).max() / np.abs(exact).max() < 2e-3
+
+
+CONSTRUCTORS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+/* Logs the pid of every process that loads the library; aborts when NANPROP_TEST_ABORT is set. */
+__attribute__((constructor)) static void on_load(void) {
+    const char *log = getenv("NANPROP_TEST_LOG");
+    if (log) {
+        FILE *f = fopen(log, "a");
+        if (f) { fprintf(f, "%d\n", (int)getpid()); fclose(f); }
+    }
+    if (getenv("NANPROP_TEST_ABORT")) abort();
+}
+void twice(const double *x, double *y) {
+    for (int i = 0; i < 4; i++) y[i] = 2.0 * x[i] + (i > 0 ? x[i - 1] : 0.0);
+}
+"""
+
+
+def test_open_in_worker_keeps_the_library_out_of_python(tmp_path, monkeypatch):
+    cc = require("cc", "the constructor library of the Python tests")
+    src, lib, log = tmp_path / "ctor.c", tmp_path / "libctor.so", tmp_path / "pids"
+    src.write_text(CONSTRUCTORS)
+    subprocess.run([cc, "-shared", "-fPIC", str(src), "-o", str(lib)], check=True)
+    monkeypatch.setenv("NANPROP_TEST_LOG", str(log))
+    f = nanprop.load(lib, "twice", "c", n=4, m=4, open_in_worker=True)
+    p = nanprop.trace(f, np.ones(4), isolate=True)
+    assert p.nnz == 7
+    pids = {int(line) for line in log.read_text().split()}
+    assert pids and os.getpid() not in pids
+    # A constructor that aborts is an error, and Python lives on.
+    monkeypatch.setenv("NANPROP_TEST_ABORT", "1")
+    with pytest.raises(nanprop.BlackBoxError, match="SIGABRT"):
+        nanprop.load(lib, "twice", "c", n=4, m=4, open_in_worker=True)
