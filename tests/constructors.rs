@@ -38,9 +38,11 @@ fn scratch(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("nanprop-ctor-{name}-{}", std::process::id()))
 }
 
-fn open_in_worker(lib: &Path) -> (nanprop_status, String, *mut nanprop_loaded) {
+/// `nanprop_loaded_open` of `symbol` in `lib` opened in a worker: the status, the message and
+/// the handle.
+fn open_in_worker(lib: &Path, symbol: &str) -> (nanprop_status, String, *mut nanprop_loaded) {
     let path = CString::new(lib.to_str().unwrap()).unwrap();
-    let symbol = CString::new("band").unwrap();
+    let symbol = CString::new(symbol).unwrap();
     let mut h = std::ptr::null_mut();
     let s = unsafe {
         nanprop_loaded_open(
@@ -68,7 +70,7 @@ fn a_constructor_that_aborts_or_exits_is_an_error_naming_it() {
         ("crashes", "raise(SIGSEGV);", "SIGSEGV"),
     ] {
         let lib = library(&dir, name, ctor);
-        let (s, msg, h) = open_in_worker(&lib);
+        let (s, msg, h) = open_in_worker(&lib, "band");
         assert!(h.is_null(), "{name}: {s:?} {msg}");
         assert_eq!(s, nanprop_status::NANPROP_ERR_BLACKBOX, "{name}: {msg}");
         assert!(
@@ -84,26 +86,12 @@ fn a_constructor_that_aborts_or_exits_is_an_error_naming_it() {
 fn opened_in_a_worker_the_usual_errors_still_come_back() {
     let dir = scratch("errors");
     let lib = library(&dir, "fine", "");
-    let path = CString::new(lib.to_str().unwrap()).unwrap();
-    let symbol = CString::new("no_such_function").unwrap();
-    let mut h = std::ptr::null_mut();
-    let s = unsafe {
-        nanprop_loaded_open(
-            path.as_ptr(),
-            symbol.as_ptr(),
-            NANPROP_CONVENTION_BLACKBOX | NANPROP_CONVENTION_OPEN_IN_WORKER,
-            8,
-            8,
-            4,
-            &mut h,
-        )
-    };
-    let msg = unsafe { CStr::from_ptr(nanprop_last_error()) }.to_string_lossy();
+    let (s, msg, _) = open_in_worker(&lib, "no_such_function");
     assert_eq!(s, nanprop_status::NANPROP_ERR_INVALID_ARGUMENT, "{msg}");
     assert!(msg.contains("no_such_function not found"), "{msg}");
     let text = dir.join("not-a-library.so");
     std::fs::write(&text, "hello").unwrap();
-    let (s, msg, _) = open_in_worker(&text);
+    let (s, msg, _) = open_in_worker(&text, "band");
     assert_eq!(s, nanprop_status::NANPROP_ERR_INVALID_ARGUMENT, "{msg}");
     assert!(msg.contains("not a loadable shared library"), "{msg}");
     std::fs::remove_dir_all(&dir).ok();
