@@ -77,7 +77,7 @@ int main(void) {
 
     /* Coloring: valid for every order; the best reaches the longest row (7). */
     size_t colors[N], num_colors = 0;
-    for (unsigned order = NANPROP_ORDER_BEST; order <= NANPROP_ORDER_SATURATION; order++) {
+    for (unsigned order = NANPROP_ORDER_BEST; order <= NANPROP_ORDER_AUTO; order++) {
         nanprop_coloring_options co;
         nanprop_coloring_options_init(&co);
         co.order = order;

@@ -53,6 +53,7 @@ module nanprop
   integer(c_int32_t), parameter :: NANPROP_ORDER_INCIDENCE_DEGREE = 4
   integer(c_int32_t), parameter :: NANPROP_ORDER_DYNAMIC_LARGEST_FIRST = 5
   integer(c_int32_t), parameter :: NANPROP_ORDER_RANDOM = 6, NANPROP_ORDER_SATURATION = 7
+  integer(c_int32_t), parameter :: NANPROP_ORDER_AUTO = 8
 
   type, bind(C) :: nanprop_options
     integer(c_size_t) :: struct_size

@@ -338,17 +338,20 @@ def trace(
 
 
 def coloring(
-    p: Union[Pattern, ArrayLike], *, order: str = "best", seed: int = 0, recolor: int = 8
+    p: Union[Pattern, ArrayLike], *, order: str = "auto", seed: int = 0, recolor: int = 0
 ) -> np.ndarray:
     """Colors the columns of pattern p so that no two columns of one color share a row.
 
     p : a `Pattern`, or a SciPy sparse matrix / 2-D array whose nonzeros are the pattern.
-    order : ``"best"`` (default: every order below, the fewest colors, stopping early at the
-        longest row, which no coloring can beat) or one of ``"natural"``, ``"largest-first"``,
+    order : ``"auto"`` (default: saturation, after the natural order when one row holds half
+        the coloring work; a few greedy passes, stopping early at the longest row, which no
+        coloring can beat), ``"best"`` (every order below, the fewest colors, about 15 passes)
+        or one of ``"natural"``, ``"largest-first"``,
         ``"smallest-last"``, ``"incidence-degree"``, ``"dynamic-largest-first"``, ``"random"``,
         ``"saturation"``.
     seed : of the random order and of recoloring.
-    recolor : rounds of iterated greedy recoloring after the best order (0: none).
+    recolor : rounds of iterated greedy recoloring after the order (default 0: none; one
+        greedy pass each).
 
     Returns the color of every column (int64, values 0 .. max + 1); a forward-difference
     Jacobian costs one evaluation per color (+1 for f(x)).
@@ -436,7 +439,7 @@ def jacobian(
     fx: Optional[ArrayLike] = None,
     step: Union[float, Sequence[float], None] = None,
     step_kind: str = "relative",
-    order: str = "best",
+    order: str = "auto",
 ) -> Any:
     """The Jacobian of f at x with pattern p, as a ``scipy.sparse.csr_matrix``: a fresh
     `JacobianPlan` evaluated once. For many points (an optimization loop) keep the plan: it

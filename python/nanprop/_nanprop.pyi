@@ -74,9 +74,9 @@ class JacobianPlanCore:
         method: str = "forward",
         step: Union[float, npt.ArrayLike, None] = None,
         step_kind: str = "relative",
-        order: str = "best",
+        order: str = "auto",
         seed: int = 0,
-        recolor: int = 8,
+        recolor: int = 0,
     ) -> None: ...
     @property
     def num_colors(self) -> int: ...
@@ -104,5 +104,5 @@ def trace(
     **options: Any,
 ) -> Pattern: ...
 def coloring(
-    p: Any, order: str = "best", seed: int = 0, recolor: int = 8
+    p: Any, order: str = "auto", seed: int = 0, recolor: int = 0
 ) -> Tuple[npt.NDArray[np.int64], int]: ...

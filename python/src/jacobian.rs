@@ -11,18 +11,21 @@ use nanprop::loader::SharedLoaded;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
-/// Coloring options from keywords: `order` "best" (every order, the fewest colors) or one of
+/// Coloring options from keywords: `order` "auto" (saturation, after the natural order when
+/// one row holds half the work), "best" (every order, the fewest colors) or one of
 /// natural, largest-first, smallest-last, incidence-degree, dynamic-largest-first, random,
 /// saturation; `seed`; `recolor` rounds of iterated greedy recoloring.
 fn coloring_options(order: &str, seed: u64, recolor: usize) -> PyResult<ColoringOptions> {
-    let strategy = if order == "best" {
+    let strategy = if order == "auto" {
+        ColorStrategy::Auto
+    } else if order == "best" {
         ColorStrategy::BestOf
     } else {
         let found = Order::all(seed).into_iter().find(|o| o.name() == order);
         ColorStrategy::Only(found.ok_or_else(|| {
             let names: Vec<&str> = Order::all(seed).iter().map(|o| o.name()).collect();
             invalid(format!(
-                "unknown order {order:?} (best, {})",
+                "unknown order {order:?} (auto, best, {})",
                 names.join(", ")
             ))
         })?)
@@ -38,7 +41,7 @@ fn coloring_options(order: &str, seed: u64, recolor: usize) -> PyResult<Coloring
 /// that columns sharing a row differ: returns (colors, number of colors), colors an int64 array
 /// of n values in 0..number. Use `nanprop.coloring`.
 #[pyfunction]
-#[pyo3(signature = (p, order="best", seed=0, recolor=8))]
+#[pyo3(signature = (p, order="auto", seed=0, recolor=0))]
 pub fn coloring<'py>(
     py: Python<'py>,
     p: &Bound<'py, PyAny>,
@@ -65,7 +68,7 @@ pub struct PyJacobianPlan {
 #[pymethods]
 impl PyJacobianPlan {
     #[new]
-    #[pyo3(signature = (p, method="forward", step=None, step_kind="relative", order="best", seed=0, recolor=8))]
+    #[pyo3(signature = (p, method="forward", step=None, step_kind="relative", order="auto", seed=0, recolor=0))]
     fn new(
         p: &Bound<'_, PyAny>,
         method: &str,

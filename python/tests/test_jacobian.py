@@ -82,8 +82,8 @@ def test_plan_options_are_checked():
 
 def test_least_squares_converges_with_fewer_evaluations_than_scipys_own_grouping():
     # 2-D Bratu, 30 x 30: SciPy groups the columns of the pattern itself (jac_sparsity=...,
-    # a greedy pass in a random order); nanprop's plan colors it with the best of several
-    # orders. Both start from the same point and converge to the same solution.
+    # a greedy pass in a random order); nanprop's plan colors it by saturation (DSATUR).
+    # Both start from the same point and converge to the same solution.
     N = 30
     f, jac = bratu(N, lam=5.0)
     x0 = np.zeros(N * N)

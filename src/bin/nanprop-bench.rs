@@ -303,8 +303,8 @@ fn coloring_table() {
         Some(_) => println!("ColPack 1.0.10 (Debian libcolpack-dev): each ordering, then its serial partial distance-2 column coloring; '-': not offered by ColPack.\n"),
         None => println!("ColPack is not installed (apt-get install libcolpack-dev): its columns are '-'.\n"),
     }
-    println!("| pattern | m | n | nnz | lower bound | natural | largest-first | smallest-last | incidence-degree | dynamic-largest-first | random | saturation (DSATUR) | nanprop best-of + recoloring | ColPack best | nanprop best-of time (ms) | ColPack time, all orders (ms) |");
-    println!("|---|---:|---:|---:|---:|---|---|---|---|---|---|---|---:|---:|---:|---:|");
+    println!("| pattern | m | n | nnz | lower bound | natural | largest-first | smallest-last | incidence-degree | dynamic-largest-first | random | saturation (DSATUR) | nanprop default (auto) | nanprop best-of + 8 recoloring rounds | ColPack best | nanprop default time (ms) | ColPack time, all orders (ms) |");
+    println!("|---|---:|---:|---:|---:|---|---|---|---|---|---|---|---:|---:|---:|---:|---:|");
     for (name, p) in coloring_cases() {
         let cp = helper
             .as_deref()
@@ -329,8 +329,18 @@ fn coloring_table() {
             cells.push(format!("{} / {theirs}", c.num_colors));
         }
         let start = Instant::now();
-        let best = coloring::color(&p, &ColoringOptions::default()).expect("coloring");
+        let auto = coloring::color(&p, &ColoringOptions::default()).expect("coloring");
         let ours_ms = start.elapsed().as_secs_f64() * 1e3;
+        assert!(coloring::check(&p, &auto.colors, auto.num_colors).is_ok());
+        let best = coloring::color(
+            &p,
+            &ColoringOptions {
+                strategy: ColoringStrategy::BestOf,
+                seed: 0,
+                recolor_iterations: 8,
+            },
+        )
+        .expect("coloring");
         assert!(coloring::check(&p, &best.colors, best.num_colors).is_ok());
         let cp_best = cp
             .iter()
@@ -343,12 +353,13 @@ fn coloring_table() {
             format!("{:.1}", cp.iter().map(|(_, _, t)| t).sum::<f64>() * 1e3)
         };
         println!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {cp_best} | {ours_ms:.1} | {cp_ms} |",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {cp_best} | {ours_ms:.1} | {cp_ms} |",
             p.rows(),
             p.cols(),
             p.nnz(),
             coloring::lower_bound(&p),
             cells.join(" | "),
+            auto.num_colors,
             best.num_colors
         );
         eprintln!("coloring: {name} done");
@@ -467,6 +478,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--coloring") {
         coloring_table();
+        coloring_time_table();
         return;
     }
     if args.iter().any(|a| a == "--parallel") {
@@ -477,13 +489,18 @@ fn main() {
         single_table();
         return;
     }
-    let quick = args.iter().any(|a| a == "--quick");
-    // --only SUBSTRING: run only the families whose name (with n) contains it, e.g. "tridiagonal".
+    // --only SUBSTRING: run only the cases whose family name (with n) contains it, e.g.
+    // "tridiagonal 1000000".
     let only = args
         .iter()
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
         .cloned();
+    if args.iter().any(|a| a == "--scale") {
+        scale_table(only.as_deref());
+        return;
+    }
+    let quick = args.iter().any(|a| a == "--quick");
     let mut cases = cases(quick);
     if let Some(only) = &only {
         cases.retain(|(name, t)| format!("{name} {}", t.cols()).contains(only.as_str()));
@@ -519,7 +536,9 @@ fn main() {
         "that fail it (none here: the synthetic black box propagates every NaN); for the payload strategy."
     );
     single_table();
+    scale_table(None);
     coloring_table();
+    coloring_time_table();
     println!("One-hot and chunked run up to n = 10^4: each of their probes reads all m outputs, O(n m) in all.");
 }
 
@@ -584,4 +603,159 @@ fn single_table() {
         }
     }
     println!("\nThe float black box gets x0 rounded to float; every tag comes back through a float NaN's 22 payload bits.");
+}
+
+/// Library time against the black box's own, for plain black boxes written as a C code would
+/// write them (a stencil, a gather), default options, n = 10^4 to 10^6: the ratio and its growth
+/// per decade (issue 13's targets: at most 4x f on tridiagonal 10^6, 8x on random 5 per row
+/// 10^6, growth at most 12x from 10^5 to 10^6).
+fn scale_table(only: Option<&str>) {
+    println!("\n### Library time against f's own: plain black boxes, default options\n");
+    println!("| family | n | evaluations | exact | f time (ms) | library time (ms) | library / f | library growth per decade | peak memory (MB) |");
+    println!("|---|---:|---:|---|---:|---:|---:|---:|---:|");
+    for family in ["tridiagonal", "random (5 per row)"] {
+        let mut last: Option<f64> = None;
+        for n in [10_000usize, 100_000, 1_000_000] {
+            if only.is_some_and(|o| !format!("{family} {n}").contains(o)) {
+                continue;
+            }
+            let truth = match family {
+                "tridiagonal" => synthetic::banded(n, 1),
+                _ => synthetic::random_sparse(n, n, 5, 7),
+            };
+            let (ptr, idx) = (truth.row_ptr(), truth.col_idx());
+            let weights: Vec<f64> = (0..idx.len())
+                .map(|k| 1.0 + (k % 5) as f64 * 0.25)
+                .collect();
+            let x0: Vec<f64> = (0..n).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
+            let mut inside = std::time::Duration::ZERO;
+            let tridiagonal = family == "tridiagonal";
+            let f = |x: &[f64], y: &mut [f64]| {
+                let t = Instant::now();
+                if tridiagonal {
+                    // y_i = x_{i-1} - 2 x_i + x_{i+1} + x_i^2 / 4, a 1-D stencil.
+                    let n = x.len();
+                    for i in 0..n {
+                        let l = if i > 0 { x[i - 1] } else { 0.0 };
+                        let r = if i + 1 < n { x[i + 1] } else { 0.0 };
+                        y[i] = l - 2.0 * x[i] + r + 0.25 * x[i] * x[i];
+                    }
+                } else {
+                    for (i, yi) in y.iter_mut().enumerate() {
+                        let mut s = 0.0;
+                        for k in ptr[i]..ptr[i + 1] {
+                            s += weights[k] * x[idx[k] as usize];
+                        }
+                        *yi = s;
+                    }
+                }
+                inside += t.elapsed();
+                Ok(())
+            };
+            let before = CURRENT.load(Relaxed);
+            PEAK.store(before, Relaxed);
+            let start = Instant::now();
+            let mut f = f;
+            let p = trace(&mut f, n, &x0, &TraceOptions::default()).expect("trace");
+            let total = start.elapsed();
+            let peak = PEAK.load(Relaxed) - before;
+            let exact = p.row_ptr() == truth.row_ptr() && p.col_idx() == truth.col_idx();
+            let f_ms = inside.as_secs_f64() * 1e3;
+            let lib_ms = total.saturating_sub(inside).as_secs_f64() * 1e3;
+            let growth = last.map_or("-".to_string(), |l| format!("{:.1}x", lib_ms / l));
+            last = Some(lib_ms);
+            println!(
+                "| {family} | {n} | {} | {} | {f_ms:.1} | {lib_ms:.1} | {:.1}x | {growth} | {:.1} |",
+                p.report.evaluations,
+                if exact { "yes" } else { "NO" },
+                lib_ms / f_ms,
+                peak as f64 / 1e6,
+            );
+        }
+    }
+    println!("\nf time is the time spent inside the black box; library time the rest of the trace's wall time.");
+}
+
+/// Coloring time: each order alone (no recoloring) and the default against the natural-order
+/// greedy pass, on the benchmark's patterns and on large ones (random 5 per row at 10^5 and
+/// 10^6, and one with a dense row of 10^4): issue 13's targets are the default at most 3x the
+/// natural order, and no order quadratic in the longest row.
+fn coloring_time_table() {
+    use nanprop::coloring::{self, ColoringOptions, Order, Strategy as ColoringStrategy};
+    println!("\n### Column coloring time: each order, and the default against the natural order\n");
+    println!("| pattern | n | nnz | longest row | natural (ms) | largest-first | smallest-last | incidence-degree | dynamic-largest-first | random | saturation (DSATUR) | default (ms) | default colors | default / natural | best-of + 8 recoloring rounds (ms) | best-of / natural |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut cases = coloring_cases();
+    cases.push((
+        "random sparse (5 per row) 10^5".into(),
+        synthetic::random_sparse(100_000, 100_000, 5, 42),
+    ));
+    cases.push((
+        "random sparse (5 per row) 10^6".into(),
+        synthetic::random_sparse(1_000_000, 1_000_000, 5, 42),
+    ));
+    let base = synthetic::random_sparse(100_000, 100_000, 5, 43);
+    cases.push((
+        "random 10^5 with a row of 10^4".into(),
+        synthetic::from_rows(100_000, 100_000, |i, r| {
+            if i == 0 {
+                r.extend((0..100_000).step_by(10));
+            } else {
+                r.extend(base.row(i).iter().map(|&j| j as usize));
+            }
+        }),
+    ));
+    let time = |p: &Pattern, o: &ColoringOptions| {
+        let start = Instant::now();
+        let c = coloring::color(p, o).expect("coloring");
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        assert!(coloring::check(p, &c.colors, c.num_colors).is_ok());
+        (ms, c.num_colors)
+    };
+    for (name, p) in cases {
+        let mut cells = Vec::new();
+        let mut natural = 0.0;
+        for order in [
+            Order::Natural,
+            Order::LargestFirst,
+            Order::SmallestLast,
+            Order::IncidenceDegree,
+            Order::DynamicLargestFirst,
+            Order::Random(0),
+            Order::Saturation,
+        ] {
+            let (ms, _) = time(
+                &p,
+                &ColoringOptions {
+                    strategy: ColoringStrategy::Only(order),
+                    seed: 0,
+                    recolor_iterations: 0,
+                },
+            );
+            if order == Order::Natural {
+                natural = ms;
+            }
+            cells.push(format!("{ms:.1}"));
+        }
+        let (ms, k) = time(&p, &ColoringOptions::default());
+        let (best_ms, _) = time(
+            &p,
+            &ColoringOptions {
+                strategy: ColoringStrategy::BestOf,
+                seed: 0,
+                recolor_iterations: 8,
+            },
+        );
+        let natural = natural.max(1e-3);
+        println!(
+            "| {name} | {} | {} | {} | {} | {ms:.1} | {k} | {:.1}x | {best_ms:.1} | {:.1}x |",
+            p.cols(),
+            p.nnz(),
+            p.max_row_nnz(),
+            cells.join(" | "),
+            ms / natural,
+            best_ms / natural,
+        );
+        eprintln!("coloring time: {name} done");
+    }
 }

@@ -28,10 +28,11 @@ impl BucketQueue {
         Ok(q)
     }
 
-    /// Every vertex `v` at key `keys[v]`. Keys may grow by up to n (one per increment).
+    /// Every vertex `v` at key `keys[v]`. Buckets are made as keys reach them (one per key
+    /// value in use, not one per possible key: 24 bytes each).
     pub(super) fn new(keys: Vec<usize>) -> Result<Self> {
         let n = keys.len();
-        let top = keys.iter().copied().max().unwrap_or(0) + n + 1;
+        let top = keys.iter().copied().max().unwrap_or(0);
         let mut buckets = filled(Vec::new(), top + 1, "buckets")?;
         let mut pos = filled(0, n, "bucket positions")?;
         for (v, &k) in keys.iter().enumerate() {
@@ -58,6 +59,9 @@ impl BucketQueue {
     }
 
     pub(super) fn push(&mut self, v: usize) -> Result<()> {
+        if self.key[v] == self.buckets.len() {
+            push(&mut self.buckets, Vec::new(), "buckets")?;
+        }
         let bucket = &mut self.buckets[self.key[v]];
         self.pos[v] = bucket.len();
         push(bucket, v, "a bucket")

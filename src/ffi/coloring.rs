@@ -6,7 +6,8 @@ use super::status::nanprop_status;
 use crate::coloring::{self, ColoringOptions, Order};
 use crate::error::{Error, Result};
 
-/// Coloring order: the best of all orders, stopping at the lower bound (default).
+/// Coloring order: the best of all orders, stopping at the lower bound (about 15 greedy
+/// passes; for a pattern colored once and used for many Jacobians).
 pub const NANPROP_ORDER_BEST: u32 = 0;
 /// Coloring order: natural (column index).
 pub const NANPROP_ORDER_NATURAL: u32 = 1;
@@ -22,6 +23,10 @@ pub const NANPROP_ORDER_DYNAMIC_LARGEST_FIRST: u32 = 5;
 pub const NANPROP_ORDER_RANDOM: u32 = 6;
 /// Coloring order: saturation (DSATUR): most distinct neighbouring colors first.
 pub const NANPROP_ORDER_SATURATION: u32 = 7;
+/// Coloring order: saturation, after the natural order when one row holds half the coloring
+/// work; stops at the lower bound (default: a few greedy passes, and on the benchmark suite
+/// never more colors than ColPack's best order).
+pub const NANPROP_ORDER_AUTO: u32 = 8;
 
 /// The version of `nanprop_coloring_options` this header describes.
 pub const NANPROP_COLORING_OPTIONS_VERSION: u32 = 1;
@@ -34,11 +39,12 @@ pub struct nanprop_coloring_options {
     pub struct_size: usize,
     /// NANPROP_COLORING_OPTIONS_VERSION as the caller compiled it.
     pub version: u32,
-    /// One of the NANPROP_ORDER_* values (default NANPROP_ORDER_BEST).
+    /// One of the NANPROP_ORDER_* values (default NANPROP_ORDER_AUTO).
     pub order: u32,
     /// Seed of the random order and of recoloring (default 0).
     pub seed: u64,
-    /// Rounds of iterated greedy recoloring after the order (default 8; 0 for none).
+    /// Rounds of iterated greedy recoloring after the order, one greedy pass each (default 0:
+    /// none).
     pub recolor_iterations: u32,
 }
 
@@ -46,9 +52,9 @@ pub(crate) fn default_coloring_options() -> nanprop_coloring_options {
     nanprop_coloring_options {
         struct_size: std::mem::size_of::<nanprop_coloring_options>(),
         version: NANPROP_COLORING_OPTIONS_VERSION,
-        order: NANPROP_ORDER_BEST,
+        order: NANPROP_ORDER_AUTO,
         seed: 0,
-        recolor_iterations: 8,
+        recolor_iterations: 0,
     }
 }
 
@@ -71,14 +77,15 @@ pub(crate) fn coloring_from(o: &nanprop_coloring_options) -> Result<ColoringOpti
         ));
     }
     let order = match o.order {
-        NANPROP_ORDER_BEST => None,
-        NANPROP_ORDER_NATURAL => Some(Order::Natural),
-        NANPROP_ORDER_LARGEST_FIRST => Some(Order::LargestFirst),
-        NANPROP_ORDER_SMALLEST_LAST => Some(Order::SmallestLast),
-        NANPROP_ORDER_INCIDENCE_DEGREE => Some(Order::IncidenceDegree),
-        NANPROP_ORDER_DYNAMIC_LARGEST_FIRST => Some(Order::DynamicLargestFirst),
-        NANPROP_ORDER_RANDOM => Some(Order::Random(o.seed)),
-        NANPROP_ORDER_SATURATION => Some(Order::Saturation),
+        NANPROP_ORDER_AUTO => None,
+        NANPROP_ORDER_BEST => Some(None),
+        NANPROP_ORDER_NATURAL => Some(Some(Order::Natural)),
+        NANPROP_ORDER_LARGEST_FIRST => Some(Some(Order::LargestFirst)),
+        NANPROP_ORDER_SMALLEST_LAST => Some(Some(Order::SmallestLast)),
+        NANPROP_ORDER_INCIDENCE_DEGREE => Some(Some(Order::IncidenceDegree)),
+        NANPROP_ORDER_DYNAMIC_LARGEST_FIRST => Some(Some(Order::DynamicLargestFirst)),
+        NANPROP_ORDER_RANDOM => Some(Some(Order::Random(o.seed))),
+        NANPROP_ORDER_SATURATION => Some(Some(Order::Saturation)),
         v => {
             return Err(Error::invalid(format!(
                 "coloring order = {v} is not a NANPROP_ORDER_* value"
@@ -86,13 +93,17 @@ pub(crate) fn coloring_from(o: &nanprop_coloring_options) -> Result<ColoringOpti
         }
     };
     Ok(ColoringOptions {
-        strategy: order.map_or(coloring::Strategy::BestOf, coloring::Strategy::Only),
+        strategy: match order {
+            None => coloring::Strategy::Auto,
+            Some(None) => coloring::Strategy::BestOf,
+            Some(Some(order)) => coloring::Strategy::Only(order),
+        },
         seed: o.seed,
         recolor_iterations: o.recolor_iterations as usize,
     })
 }
 
-/// Fills `options` with the coloring defaults (best of all orders, 8 recoloring rounds) and
+/// Fills `options` with the coloring defaults (NANPROP_ORDER_AUTO, no recoloring) and
 /// sets its `struct_size` and `version`. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_coloring_options_init(options: *mut nanprop_coloring_options) {

@@ -146,7 +146,7 @@ unsafe fn jacobian_from(
 }
 
 /// Fills `options` with the Jacobian defaults (forward differences, default steps, CSR layout,
-/// best-of coloring) and sets its `struct_size` and `version`. NULL is a no-op.
+/// automatic coloring) and sets its `struct_size` and `version`. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_jacobian_options_init(options: *mut nanprop_jacobian_options) {
     if !options.is_null() {

@@ -13,9 +13,10 @@ use std::time::Instant;
 pub(crate) struct ColorArgs {
     /// The pattern (Matrix Market coordinate file).
     pub(crate) file: PathBuf,
-    /// Order: best, natural, largest-first, smallest-last, incidence-degree,
+    /// Order: auto (saturation, after the natural order when one row holds half the work),
+    /// best (every order), natural, largest-first, smallest-last, incidence-degree,
     /// dynamic-largest-first, random, saturation.
-    #[arg(long, default_value = "best")]
+    #[arg(long, default_value = "auto")]
     pub(crate) order: String,
     /// Write the colors, one per column (0-based), one per line.
     #[arg(long)]
@@ -26,8 +27,9 @@ pub(crate) struct ColorArgs {
 }
 
 pub(crate) fn parse_order(s: &str) -> Result<coloring::Strategy, String> {
-    use coloring::Strategy::{BestOf, Only};
+    use coloring::Strategy::{Auto, BestOf, Only};
     Ok(match s {
+        "auto" => Auto,
         "best" => BestOf,
         "natural" => Only(Order::Natural),
         "largest-first" => Only(Order::LargestFirst),
