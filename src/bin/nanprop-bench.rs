@@ -276,8 +276,22 @@ fn colpack_run(helper: &std::path::Path, p: &Pattern) -> Vec<(String, usize, f64
         .collect()
 }
 
+/// The orders of the coloring tables, in their column order.
+const TABLE_ORDERS: [nanprop::coloring::Order; 7] = {
+    use nanprop::coloring::Order;
+    [
+        Order::Natural,
+        Order::LargestFirst,
+        Order::SmallestLast,
+        Order::IncidenceDegree,
+        Order::DynamicLargestFirst,
+        Order::Random(0),
+        Order::Saturation,
+    ]
+};
+
 fn coloring_table() {
-    use nanprop::coloring::{self, ColoringOptions, Order, Strategy as ColoringStrategy};
+    use nanprop::coloring::{self, ColoringOptions, Strategy as ColoringStrategy};
     let helper = colpack_helper();
     // ColPack's ordering names ("-": ColPack has no saturation order for this problem).
     let names = [
@@ -288,15 +302,6 @@ fn coloring_table() {
         "DYNAMIC_LARGEST_FIRST",
         "RANDOM",
         "-",
-    ];
-    let orders = [
-        Order::Natural,
-        Order::LargestFirst,
-        Order::SmallestLast,
-        Order::IncidenceDegree,
-        Order::DynamicLargestFirst,
-        Order::Random(0),
-        Order::Saturation,
     ];
     println!("\n### Column coloring: nanprop / ColPack colors per order\n");
     match &helper {
@@ -311,7 +316,7 @@ fn coloring_table() {
             .map(|h| colpack_run(h, &p))
             .unwrap_or_default();
         let mut cells = Vec::new();
-        for (order, cp_name) in orders.iter().zip(names) {
+        for (order, cp_name) in TABLE_ORDERS.iter().zip(names) {
             let c = coloring::color(
                 &p,
                 &ColoringOptions {
@@ -715,15 +720,7 @@ fn coloring_time_table() {
     for (name, p) in cases {
         let mut cells = Vec::new();
         let mut natural = 0.0;
-        for order in [
-            Order::Natural,
-            Order::LargestFirst,
-            Order::SmallestLast,
-            Order::IncidenceDegree,
-            Order::DynamicLargestFirst,
-            Order::Random(0),
-            Order::Saturation,
-        ] {
+        for order in TABLE_ORDERS {
             let (ms, _) = time(
                 &p,
                 &ColoringOptions {
