@@ -78,15 +78,6 @@ pub(crate) fn filled<T: Clone>(value: T, len: usize, what: &str) -> Result<Vec<T
     Ok(v)
 }
 
-/// Makes `v` hold `len` copies of `value`, keeping its allocation when it is large enough
-/// (for arrays rebuilt step after step), or reports [`ErrorKind::OutOfMemory`] naming `what`.
-pub(crate) fn refill<T: Clone>(v: &mut Vec<T>, value: T, len: usize, what: &str) -> Result<()> {
-    v.clear();
-    reserve(v, len, what)?;
-    v.resize(len, value);
-    Ok(())
-}
-
 /// A copy of `s`, or [`ErrorKind::OutOfMemory`] naming `what`.
 pub(crate) fn copied<T: Clone>(s: &[T], what: &str) -> Result<Vec<T>> {
     let mut v = Vec::new();

@@ -99,7 +99,7 @@
 //! sparse patterns: tridiagonal n = m = 10^6 takes about 2 s of library time and 170 MB.
 
 use super::Planner;
-use crate::error::{collect, copied, filled, push, refill, reserve, zero_bits, Error, Result};
+use crate::error::{collect, copied, filled, push, reserve, zero_bits, Error, Result};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
 use crate::probe::{Hit, Probe};
 use bitvec::prelude::*;
@@ -131,21 +131,6 @@ const SPEND_SLACK: usize = 16;
 const DENSE_MIN: usize = 8;
 const DENSE_DIVISOR: usize = 64;
 const DENSE_MIN_BLOCKS: usize = 16;
-
-/// The arrays a level's planning builds, kept from level to level (their sizes vary little
-/// between levels) and freed when refining ends.
-#[derive(Default)]
-struct Scratch {
-    probed: Vec<bool>,
-    is_cand: Vec<bool>,
-    rows_with_probe: Vec<u32>,
-    suspected: Vec<u32>,
-    k_ptr: Vec<usize>,
-    k_idx: Vec<u32>,
-    t_ptr: Vec<usize>,
-    t_idx: Vec<u32>,
-    color: Vec<u32>,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -204,8 +189,6 @@ pub struct Refine {
     onehot_told: BitVec,
     /// Whether the one-hot probes cover every unknown column (the cap allowed them all).
     onehot_complete: bool,
-    /// Level planning's arrays (see [`Scratch`]).
-    scratch: Scratch,
 }
 
 impl Refine {
@@ -256,7 +239,6 @@ impl Refine {
             onehot_cols: Vec::new(),
             onehot_told: BitVec::new(),
             onehot_complete: true,
-            scratch: Scratch::default(),
         })
     }
 
@@ -492,50 +474,28 @@ impl Refine {
     /// and returns the probes; or switches to one probe per column when refining gains
     /// nothing. Returns `None` when this level has nothing probeable.
     fn plan_level(&mut self) -> Result<Option<Vec<Probe>>> {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let planned = self.plan_level_in(&mut scratch);
-        if self.mode == Mode::Refining {
-            self.scratch = scratch; // else refining is over (one probe per column from here)
-        }
-        planned
-    }
-
-    /// [`Refine::plan_level`] with its per-level arrays in `scratch` (kept from level to level:
-    /// fresh arrays of this size each level cost page faults, 15% of a 10^6 trace).
-    fn plan_level_in(&mut self, scratch: &mut Scratch) -> Result<Option<Vec<Probe>>> {
         let shift = self.shift;
         let leaf = shift == 0;
         let nblocks = (self.n as u64).div_ceil(1u64 << shift) as usize;
-        let Scratch {
-            probed,
-            is_cand,
-            rows_with_probe,
-            suspected,
-            k_ptr,
-            k_idx,
-            t_ptr,
-            t_idx,
-            color,
-        } = scratch;
         // Byte flags: set once per candidate in the hottest loop, where they beat bit sets.
-        refill(probed, false, nblocks, "block flags")?;
-        refill(is_cand, false, nblocks, "block flags")?;
+        let mut probed = filled(false, nblocks, "block flags")?;
+        let mut is_cand = filled(false, nblocks, "block flags")?;
         // One pass over the rows: which candidates are probeable (hold no known dependency),
         // and each row's blocks K_i, flagged P (a probeable candidate) or Q (holds a known
         // dependency), as CSR over the rows with a probeable candidate. An entry is the block
         // id with the flag in its top bit. Blocks are aligned ranges, so block b holds column
         // d exactly when d >> shift == b, and one merge of the sorted candidates with the
         // sorted dependencies does it all.
-        rows_with_probe.clear();
-        reserve(rows_with_probe, self.m, "rows")?;
-        suspected.clear();
-        reserve(suspected, self.m, "rows")?;
-        k_ptr.clear();
-        reserve(k_ptr, self.m + 1, "block list pointers")?;
+        let mut rows_with_probe = Vec::new();
+        reserve(&mut rows_with_probe, self.m, "rows")?;
+        let mut suspected: Vec<u32> = Vec::new();
+        reserve(&mut suspected, self.m, "rows")?;
+        let mut k_ptr = Vec::new();
+        reserve(&mut k_ptr, self.m + 1, "block list pointers")?;
         k_ptr.push(0usize);
-        k_idx.clear();
+        let mut k_idx: Vec<u32> = Vec::new();
         reserve(
-            k_idx,
+            &mut k_idx,
             self.cand_idx.len() + self.dep_idx.len(),
             "block lists",
         )?;
@@ -558,12 +518,12 @@ impl Refine {
                 let blk = self.cand_idx[e];
                 is_cand[blk as usize] = true;
                 while d < deps.len() && deps[d] >> shift < blk {
-                    push_q(k_idx, deps[d] >> shift);
+                    push_q(&mut k_idx, deps[d] >> shift);
                     d += 1;
                 }
                 if d < deps.len() && deps[d] >> shift == blk {
                     self.cand_probe[e] = NONE; // holds a known dependency
-                    push_q(k_idx, blk);
+                    push_q(&mut k_idx, blk);
                     while d < deps.len() && deps[d] >> shift == blk {
                         d += 1;
                     }
@@ -575,7 +535,7 @@ impl Refine {
                 }
             }
             while d < deps.len() {
-                push_q(k_idx, deps[d] >> shift);
+                push_q(&mut k_idx, deps[d] >> shift);
                 d += 1;
             }
             if !any_p {
@@ -607,6 +567,7 @@ impl Refine {
                 (e - s) as usize
             })
             .sum();
+        drop(is_cand);
         let work_limit = 64 * (k_idx.len() as u64) + 10_000_000;
         if work > work_limit || nblocks > P_FLAG as usize {
             return Ok(Some(self.start_onehot()?));
@@ -616,14 +577,14 @@ impl Refine {
         // the block's P/Q flag for that row in the top bit.
         // Counting sort without a second pointer array: t_ptr[b] counts, then holds the end of
         // block b's list, and filling from the back moves it to the start.
-        refill(t_ptr, 0usize, nblocks + 1, "block pointers")?;
-        for &b in k_idx.iter() {
+        let mut t_ptr = filled(0usize, nblocks + 1, "block pointers")?;
+        for &b in &k_idx {
             t_ptr[(b & !P_FLAG) as usize] += 1;
         }
         for b in 1..=nblocks {
             t_ptr[b] += t_ptr[b - 1];
         }
-        refill(t_idx, 0u32, k_idx.len(), "rows of blocks")?;
+        let mut t_idx = filled(0u32, k_idx.len(), "rows of blocks")?;
         for r in (0..rows_with_probe.len()).rev() {
             for &b in k_idx[k_ptr[r]..k_ptr[r + 1]].iter().rev() {
                 let slot = &mut t_ptr[(b & !P_FLAG) as usize];
@@ -644,7 +605,7 @@ impl Refine {
         } else {
             (2 * max_q + 2).max(4)
         };
-        refill(color, NONE, nblocks, "block colors")?;
+        let mut color = filled(NONE, nblocks, "block colors")?;
         let (mut stamp, mut hard, mut soft): (Vec<u32>, Vec<u32>, Vec<u32>) =
             (vec![], vec![], vec![]);
         for b in (0..nblocks).filter(|&b| probed[b]) {
@@ -688,6 +649,7 @@ impl Refine {
             color[b] = c as u32;
         }
         let colors = stamp.len();
+        drop((t_ptr, t_idx, k_ptr, k_idx));
 
         // Dense at this scale: the coloring compresses nothing and the last step's tested
         // candidates nearly all changed. Refining further would cost more than one probe per
@@ -731,7 +693,7 @@ impl Refine {
         // A row left out of the coloring learns nothing from a P block whose probe holds one
         // of its Q blocks: that block is not tested in this step (it stays a candidate).
         let mut q_colors = Vec::new();
-        for &i in suspected.iter() {
+        for &i in &suspected {
             let i = i as usize;
             q_colors.clear();
             reserve(&mut q_colors, self.deps(i).len(), "colors of a row")?;
@@ -762,7 +724,6 @@ impl Refine {
     /// cap leaves, to one probe for each of the columns unknown for the most rows (the others
     /// stay unresolved).
     fn start_onehot(&mut self) -> Result<Vec<Probe>> {
-        self.scratch = Scratch::default(); // refining is over
         let shift = self.shift;
         // How many rows hold each column in a candidate block (a difference array).
         let mut count = Vec::new();
@@ -855,7 +816,6 @@ impl Planner for Refine {
         loop {
             if self.cand_idx.is_empty() {
                 self.mode = Mode::Done;
-                self.scratch = Scratch::default();
                 return Ok(Vec::new());
             }
             if let Some(probes) = self.plan_level()? {
