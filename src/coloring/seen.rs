@@ -8,7 +8,7 @@
 //! that sees a color from 64 up gets a bitset of its own, grown as colors appear (a column of
 //! a dense row of length L sees up to L colors: L / 8 bytes). Each question is O(1).
 
-use crate::error::{filled, Result};
+use crate::error::{filled, Error, Result};
 use std::collections::HashMap;
 
 /// Which colors each column sees (see the module docs).
@@ -41,11 +41,14 @@ impl Seen {
             return Ok(new);
         }
         let (word, bit) = ((c / 64 - 1) as usize, 1u64 << (c % 64));
+        self.high
+            .try_reserve(1)
+            .map_err(|_| Error::out_of_memory("colors seen", self.high.len() + 1))?;
         let set = self.high.entry(w as u32).or_default();
         if set.len() <= word {
             let more = word + 1 - set.len();
             set.try_reserve(more)
-                .map_err(|_| crate::error::Error::out_of_memory("colors seen", word + 1))?;
+                .map_err(|_| Error::out_of_memory("colors seen", word + 1))?;
             set.resize(word + 1, 0);
         }
         let new = set[word] & bit == 0;

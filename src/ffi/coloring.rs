@@ -76,16 +76,17 @@ pub(crate) fn coloring_from(o: &nanprop_coloring_options) -> Result<ColoringOpti
             "coloring options: struct_size or version not set (use nanprop_coloring_options_init)",
         ));
     }
-    let order = match o.order {
-        NANPROP_ORDER_AUTO => None,
-        NANPROP_ORDER_BEST => Some(None),
-        NANPROP_ORDER_NATURAL => Some(Some(Order::Natural)),
-        NANPROP_ORDER_LARGEST_FIRST => Some(Some(Order::LargestFirst)),
-        NANPROP_ORDER_SMALLEST_LAST => Some(Some(Order::SmallestLast)),
-        NANPROP_ORDER_INCIDENCE_DEGREE => Some(Some(Order::IncidenceDegree)),
-        NANPROP_ORDER_DYNAMIC_LARGEST_FIRST => Some(Some(Order::DynamicLargestFirst)),
-        NANPROP_ORDER_RANDOM => Some(Some(Order::Random(o.seed))),
-        NANPROP_ORDER_SATURATION => Some(Some(Order::Saturation)),
+    use coloring::Strategy::{Auto, BestOf, Only};
+    let strategy = match o.order {
+        NANPROP_ORDER_AUTO => Auto,
+        NANPROP_ORDER_BEST => BestOf,
+        NANPROP_ORDER_NATURAL => Only(Order::Natural),
+        NANPROP_ORDER_LARGEST_FIRST => Only(Order::LargestFirst),
+        NANPROP_ORDER_SMALLEST_LAST => Only(Order::SmallestLast),
+        NANPROP_ORDER_INCIDENCE_DEGREE => Only(Order::IncidenceDegree),
+        NANPROP_ORDER_DYNAMIC_LARGEST_FIRST => Only(Order::DynamicLargestFirst),
+        NANPROP_ORDER_RANDOM => Only(Order::Random(o.seed)),
+        NANPROP_ORDER_SATURATION => Only(Order::Saturation),
         v => {
             return Err(Error::invalid(format!(
                 "coloring order = {v} is not a NANPROP_ORDER_* value"
@@ -93,11 +94,7 @@ pub(crate) fn coloring_from(o: &nanprop_coloring_options) -> Result<ColoringOpti
         }
     };
     Ok(ColoringOptions {
-        strategy: match order {
-            None => coloring::Strategy::Auto,
-            Some(None) => coloring::Strategy::BestOf,
-            Some(Some(order)) => coloring::Strategy::Only(order),
-        },
+        strategy,
         seed: o.seed,
         recolor_iterations: o.recolor_iterations as usize,
     })
