@@ -74,6 +74,7 @@ pub mod driver;
 pub mod error;
 pub mod ffi;
 pub mod fpenv;
+pub mod hessian;
 pub mod jacobian;
 pub mod loader;
 pub mod pattern;

@@ -245,7 +245,7 @@ impl<'a> Graph<'a> {
 /// The smallest color `c` with `forbidden[c] != stamp` (not used by a neighbour of the vertex
 /// being colored, which marked its neighbours' colors with `stamp`); grows `forbidden` by one
 /// when every existing color is taken.
-fn first_free(forbidden: &mut Vec<u32>, stamp: u32) -> Result<usize> {
+pub(super) fn first_free(forbidden: &mut Vec<u32>, stamp: u32) -> Result<usize> {
     let c = forbidden
         .iter()
         .position(|&s| s != stamp)

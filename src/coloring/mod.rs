@@ -56,8 +56,11 @@ mod buckets;
 mod graph;
 mod result;
 mod seen;
+mod star;
 
 pub use result::Coloring;
+pub(crate) use star::RowColorCounts;
+pub use star::{check_star, star};
 
 use crate::pattern::Pattern;
 use graph::Graph;

@@ -41,6 +41,7 @@
 mod batch;
 mod plan;
 
+pub(crate) use plan::Entries;
 pub use plan::JacobianPlan;
 
 use crate::coloring::ColoringOptions;

@@ -38,6 +38,73 @@ impl JacobianPlan {
     /// layout whose m * n overflows.
     pub fn new(p: &Pattern, options: &JacobianOptions) -> Result<Self> {
         let (m, n) = (p.rows(), p.cols());
+        let values_len = Self::values_len_for(p, options)?;
+        let coloring = coloring::color(p, &options.coloring)?;
+        let t = p.transpose()?;
+        // Entries grouped by color: the columns of a group in order, each with its rows.
+        let mut entries = Entries::with_capacity(coloring.num_colors, p.nnz())?;
+        let (group_ptr, group_cols) = coloring.groups()?;
+        for g in 0..coloring.num_colors {
+            for &j in &group_cols[group_ptr[g]..group_ptr[g + 1]] {
+                let j = j as usize;
+                for k in t.col_ptr[j]..t.col_ptr[j + 1] {
+                    let i = t.row_idx[k] as usize;
+                    entries.push(
+                        i as u32,
+                        j as u32,
+                        match options.layout {
+                            Layout::Csr => t.csr_pos[k],
+                            Layout::Csc => k,
+                            Layout::DenseColumnMajor => i + j * m,
+                        },
+                    );
+                }
+            }
+            entries.end_group();
+        }
+        Self::from_entries(m, n, options, coloring, entries, values_len)
+    }
+
+    /// A plan from a coloring and the entries each color group gives (the Hessian's symmetric
+    /// recovery builds its own). `values_len` must exceed every entry's output position.
+    pub(crate) fn from_entries(
+        m: usize,
+        n: usize,
+        options: &JacobianOptions,
+        coloring: Coloring,
+        entries: Entries,
+        values_len: usize,
+    ) -> Result<Self> {
+        let (group_ptr, group_cols) = coloring.groups()?;
+        let mut row_has_entry = crate::error::filled(false, m, "rows with entries")?;
+        entries
+            .row
+            .iter()
+            .for_each(|&i| row_has_entry[i as usize] = true);
+        debug_assert!(entries.out.iter().all(|&o| o < values_len));
+        Ok(JacobianPlan {
+            m,
+            n,
+            options: options.clone(),
+            coloring,
+            group_ptr,
+            group_cols,
+            entry_ptr: entries.ptr,
+            entry_row: entries.row,
+            entry_col: entries.col,
+            entry_out: entries.out,
+            row_has_entry,
+            values_len,
+            evaluator: Guarded::new(n, m)?,
+            f0: crate::error::filled(0.0, m, "f(x)")?,
+            step_plus: crate::error::filled(0.0, n, "steps")?,
+            step_minus: crate::error::filled(0.0, n, "steps")?,
+        })
+    }
+
+    /// Checks `options` for pattern `p` (steps) and gives the number of values a plan writes.
+    pub(crate) fn values_len_for(p: &Pattern, options: &JacobianOptions) -> Result<usize> {
+        let (m, n) = (p.rows(), p.cols());
         match &options.step {
             Step::RelativePerColumn(v) | Step::AbsolutePerColumn(v) if v.len() != n => {
                 return Err(Error::invalid(format!(
@@ -60,57 +127,11 @@ impl JacobianPlan {
                 "step {h} (column {j}) must be finite and nonzero"
             )));
         }
-        let values_len = match options.layout {
+        Ok(match options.layout {
             Layout::Csr | Layout::Csc => p.nnz(),
             Layout::DenseColumnMajor => m.checked_mul(n).ok_or_else(|| {
                 Error::invalid(format!("a dense {m} x {n} Jacobian does not fit in memory"))
             })?,
-        };
-        let coloring = coloring::color(p, &options.coloring)?;
-        let (group_ptr, group_cols) = coloring.groups()?;
-        let t = p.transpose()?;
-        // Entries grouped by color: the columns of a group in order, each with its rows.
-        let mut entry_ptr = vec![0usize; coloring.num_colors + 1];
-        let (mut entry_row, mut entry_col, mut entry_out) = (
-            Vec::with_capacity(p.nnz()),
-            Vec::with_capacity(p.nnz()),
-            Vec::with_capacity(p.nnz()),
-        );
-        for g in 0..coloring.num_colors {
-            for &j in &group_cols[group_ptr[g]..group_ptr[g + 1]] {
-                let j = j as usize;
-                for k in t.col_ptr[j]..t.col_ptr[j + 1] {
-                    let i = t.row_idx[k] as usize;
-                    entry_row.push(i as u32);
-                    entry_col.push(j as u32);
-                    entry_out.push(match options.layout {
-                        Layout::Csr => t.csr_pos[k],
-                        Layout::Csc => k,
-                        Layout::DenseColumnMajor => i + j * m,
-                    });
-                }
-            }
-            entry_ptr[g + 1] = entry_row.len();
-        }
-        let mut row_has_entry = vec![false; m];
-        (0..m).for_each(|i| row_has_entry[i] = !p.row(i).is_empty());
-        Ok(JacobianPlan {
-            m,
-            n,
-            options: options.clone(),
-            coloring,
-            group_ptr,
-            group_cols,
-            entry_ptr,
-            entry_row,
-            entry_col,
-            entry_out,
-            row_has_entry,
-            values_len,
-            evaluator: Guarded::new(n, m)?,
-            f0: vec![0.0; m],
-            step_plus: vec![0.0; n],
-            step_minus: vec![0.0; n],
         })
     }
 
@@ -316,6 +337,46 @@ impl JacobianPlan {
             }
         }
         Ok(evaluations)
+    }
+}
+
+/// What each color group's evaluation gives: for each entry, the row of f to read, the column
+/// whose step divides the difference, and where the value goes (CSR over groups, in group
+/// order).
+pub(crate) struct Entries {
+    ptr: Vec<usize>,
+    row: Vec<u32>,
+    col: Vec<u32>,
+    out: Vec<usize>,
+}
+
+impl Entries {
+    /// Room for `entries` entries in `groups` groups.
+    pub(crate) fn with_capacity(groups: usize, entries: usize) -> Result<Self> {
+        let mut e = Entries {
+            ptr: Vec::new(),
+            row: Vec::new(),
+            col: Vec::new(),
+            out: Vec::new(),
+        };
+        crate::error::reserve(&mut e.ptr, groups + 1, "entry groups")?;
+        crate::error::reserve(&mut e.row, entries, "entries")?;
+        crate::error::reserve(&mut e.col, entries, "entries")?;
+        crate::error::reserve(&mut e.out, entries, "entries")?;
+        e.ptr.push(0);
+        Ok(e)
+    }
+
+    /// An entry of the current group (the capacity must hold it).
+    pub(crate) fn push(&mut self, row: u32, col: u32, out: usize) {
+        self.row.push(row);
+        self.col.push(col);
+        self.out.push(out);
+    }
+
+    /// Ends the current group.
+    pub(crate) fn end_group(&mut self) {
+        self.ptr.push(self.row.len());
     }
 }
 

@@ -295,6 +295,39 @@ impl Pattern {
         })
     }
 
+    /// The pattern of A + A^T for this square pattern A: every entry (i, j) also at (j, i),
+    /// each with the stronger of its kinds; the report and non-finite rows are this pattern's.
+    /// What a Hessian's coloring and recovery work on. O(nnz + n).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when the pattern is
+    /// not square; [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory).
+    pub fn symmetrized(&self) -> Result<Pattern> {
+        if self.m != self.n {
+            return Err(Error::invalid(format!(
+                "a symmetric (Hessian) pattern must be square; this one is {} x {}",
+                self.m, self.n
+            )));
+        }
+        let t = self.transpose()?;
+        let mut kinds = Vec::new();
+        reserve(&mut kinds, self.nnz(), "pattern kinds")?;
+        kinds.extend(t.csr_pos.iter().map(|&k| self.kinds[k]));
+        let transposed = Pattern {
+            m: self.n,
+            n: self.m,
+            row_ptr: t.col_ptr,
+            col_idx: t.row_idx,
+            kinds,
+            nonfinite_rows: Vec::new(),
+            report: TraceReport::default(),
+        };
+        let mut s = self.union(&transposed)?;
+        s.report = self.report.clone();
+        s.nonfinite_rows = self.nonfinite_rows.clone();
+        Ok(s)
+    }
+
     /// This pattern with the rows marked in `rows` united with `other`'s (same shape); the
     /// other rows as they are. The report is this pattern's.
     pub fn with_rows_from(
