@@ -82,6 +82,7 @@ pub mod planner;
 pub mod precision;
 pub mod probe;
 pub mod rng;
+pub mod smoothing;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod trace;

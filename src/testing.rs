@@ -161,3 +161,90 @@ pub fn arrowhead(n: usize) -> Pattern {
 pub fn dense(m: usize, n: usize) -> Pattern {
     from_rows(m, n, |_, r| r.extend(0..n))
 }
+
+/// Branching models whose Gaussian-smoothed Jacobian is known in closed form (for
+/// [`crate::smoothing`]'s tests and the benchmark). Smoothing is joint, with an absolute sigma.
+pub mod branching {
+    use crate::pattern::Pattern;
+
+    /// The standard normal density.
+    pub fn phi(t: f64) -> f64 {
+        (-0.5 * t * t).exp() / (2.0 * std::f64::consts::PI).sqrt()
+    }
+
+    /// The standard normal distribution function (Abramowitz-Stegun 7.1.26 erf, |error| < 1.5e-7).
+    pub fn big_phi(t: f64) -> f64 {
+        let z = t.abs() / std::f64::consts::SQRT_2;
+        let k = 1.0 / (1.0 + 0.327_591_1 * z);
+        let poly = k
+            * (0.254_829_592
+                + k * (-0.284_496_736
+                    + k * (1.421_413_741 + k * (-1.453_152_027 + k * 1.061_405_429))));
+        let erf = 1.0 - poly * (-z * z).exp();
+        if t >= 0.0 {
+            0.5 * (1.0 + erf)
+        } else {
+            0.5 * (1.0 - erf)
+        }
+    }
+
+    fn step(t: f64) -> f64 {
+        if t > 0.0 {
+            1.0
+        } else {
+            0.0
+        }
+    }
+
+    /// The Heaviside chain: n inputs, n - 2 outputs,
+    /// `y_i = H(x_i - x_{i+1}) + 0.5 H(x_{i+1} - x_{i+2}) + 2 x_i + x_{i+2}^2`.
+    pub fn chain(x: &[f64], y: &mut [f64]) {
+        for (i, yi) in y.iter_mut().enumerate() {
+            *yi = step(x[i] - x[i + 1])
+                + 0.5 * step(x[i + 1] - x[i + 2])
+                + 2.0 * x[i]
+                + x[i + 2] * x[i + 2];
+        }
+    }
+
+    /// The chain's pattern: row i holds i, i + 1, i + 2.
+    pub fn chain_pattern(n: usize) -> Pattern {
+        super::from_rows(n - 2, n, |i, r| r.extend([i, i + 1, i + 2]))
+    }
+
+    /// The chain's smoothed Jacobian at x (values in the pattern's CSR order): a step of a
+    /// difference of two inputs smoothed jointly is `Phi(d / (sigma sqrt 2))`.
+    pub fn chain_smoothed_jacobian(x: &[f64], sigma: f64) -> Vec<f64> {
+        let s = sigma * std::f64::consts::SQRT_2;
+        let g = |d: f64| phi(d / s) / s;
+        let mut v = Vec::with_capacity(3 * (x.len() - 2));
+        for i in 0..x.len() - 2 {
+            let (a, b) = (g(x[i] - x[i + 1]), g(x[i + 1] - x[i + 2]));
+            v.extend([a + 2.0, -a + 0.5 * b, -0.5 * b + 2.0 * x[i + 2]]);
+        }
+        v
+    }
+
+    /// The threshold model: n inputs, n - 1 outputs, `y_i = x_{i+1} H(x_i - 1) + x_i`: input
+    /// i + 1 flows to output i only when input i exceeds the threshold 1.
+    pub fn threshold(x: &[f64], y: &mut [f64]) {
+        for (i, yi) in y.iter_mut().enumerate() {
+            *yi = x[i + 1] * step(x[i] - 1.0) + x[i];
+        }
+    }
+
+    /// The threshold model's pattern: row i holds i, i + 1.
+    pub fn threshold_pattern(n: usize) -> Pattern {
+        super::from_rows(n - 1, n, |i, r| r.extend([i, i + 1]))
+    }
+
+    /// Its smoothed Jacobian: `E[(x_{i+1} + s e') H(x_i + s e - 1)] = x_{i+1} Phi((x_i - 1) / s)`.
+    pub fn threshold_smoothed_jacobian(x: &[f64], sigma: f64) -> Vec<f64> {
+        let mut v = Vec::with_capacity(2 * (x.len() - 1));
+        for i in 0..x.len() - 1 {
+            let t = (x[i] - 1.0) / sigma;
+            v.extend([1.0 + x[i + 1] * phi(t) / sigma, big_phi(t)]);
+        }
+        v
+    }
+}
