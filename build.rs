@@ -28,6 +28,11 @@ const SECTIONS: &[(&str, &str, &[&str])] = &[
         &["coloring.rs", "jacobian.rs"],
     ),
     (
+        "Sparse Hessians and smoothed Jacobians",
+        "Hessians from a gradient routine by star coloring and symmetric recovery, and\n * Jacobians of the Gaussian-smoothed function for black boxes that branch.",
+        &["hessian.rs", "smoothing.rs"],
+    ),
+    (
         "Advanced",
         "Batch sessions (the caller runs the evaluations), functions loaded from shared\n * libraries, and flag inputs.",
         &["session.rs", "loaded.rs", "flags.rs"],

@@ -817,7 +817,195 @@ nanprop_status nanprop_jacobian_plan_assemble(nanprop_jacobian_plan *plan,
                                               double *values);
 
 /* ===================================================================== */
-/* 4. Advanced
+/* 4. Sparse Hessians and smoothed Jacobians
+ * Hessians from a gradient routine by star coloring and symmetric recovery, and
+ * Jacobians of the Gaussian-smoothed function for black boxes that branch.
+ */
+
+/**
+ * Estimator: per-row regression of the antithetic differences on the row's own perturbations
+ * (default; exact zeros outside the pattern, the other inputs' effects removed).
+ */
+#define NANPROP_SMOOTHING_REGRESSION 0
+
+/**
+ * Estimator: the full-dimensional antithetic average mean(D_i eps_j) / sigma_j, read on the
+ * pattern's entries (for comparison).
+ */
+#define NANPROP_SMOOTHING_AVERAGE 1
+
+/**
+ * The version of `nanprop_smoothing_options` this header describes.
+ */
+#define NANPROP_SMOOTHING_OPTIONS_VERSION 1
+
+/**
+ * A reusable Hessian plan: a symmetric pattern, its star coloring and the recovery map.
+ * Opaque; free with `nanprop_hessian_plan_free`. Not for use by two threads at once.
+ */
+typedef struct nanprop_hessian_plan nanprop_hessian_plan;
+
+/**
+ * Options of `nanprop_smoothed_jacobian`. Start from `nanprop_smoothing_options_init`.
+ */
+typedef struct {
+  /**
+   * sizeof(nanprop_smoothing_options) as the caller compiled it.
+   */
+  size_t struct_size;
+  /**
+   * NANPROP_SMOOTHING_OPTIONS_VERSION as the caller compiled it.
+   */
+  uint32_t version;
+  /**
+   * The smoothing scale (default 0.01): f is smoothed as E[f(x + sigma_j eps)].
+   */
+  double sigma;
+  /**
+   * NANPROP_STEP_RELATIVE (default: sigma_j = sigma * max(|x_j|, 1)) or
+   * NANPROP_STEP_ABSOLUTE (sigma_j = sigma).
+   */
+  uint32_t sigma_kind;
+  /**
+   * Samples N (default 100); each costs two evaluations (x + sigma eps and x - sigma eps).
+   */
+  size_t samples;
+  /**
+   * Seed of the perturbations (default 0).
+   */
+  uint64_t seed;
+  /**
+   * NANPROP_SMOOTHING_REGRESSION (default) or NANPROP_SMOOTHING_AVERAGE.
+   */
+  uint32_t estimator;
+} nanprop_smoothing_options;
+
+/**
+ * Star-colors the columns of the square pattern `p` (symmetrized, A + A^T) for a Hessian:
+ * adjacent columns differ and every path on four vertices uses three colors, so each entry
+ * can be read directly from one of its two columns' compressed differences. Never more colors
+ * than `nanprop_coloring` on the same pattern with its diagonal, often far fewer (a grid with
+ * a global variable: about 6 against n). `colors` receives n colors (0-based), `*num_colors`
+ * their count. The best of the degree orders is kept.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments; a pattern that is not square),
+ * NANPROP_ERR_OUT_OF_MEMORY.
+ */
+nanprop_status nanprop_hessian_coloring(const nanprop_pattern *p,
+                                        size_t *colors,
+                                        size_t *num_colors);
+
+/**
+ * Computes one sparse Hessian at x0 from the gradient routine `gradient` (a black box from
+ * R^n to R^n) with pattern `p` (n x n; symmetrized for coloring): star coloring, then
+ * colors + 1 (forward) or 2 colors (central) gradient evaluations. `values` receives one value
+ * per entry of `p` in its CSR order (a full symmetric pattern gets both triangles, exactly
+ * equal; a lower-triangular one the lower triangle), or n * n values for the dense layout
+ * (the full matrix). `options` are the Jacobian's (steps, difference, layout; the coloring
+ * order; NULL: defaults). `*evaluations` (if not NULL) receives the gradient calls.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments; n differs from the pattern's; a
+ * pattern that is not square; bad options), NANPROP_ERR_BASELINE_NOT_FINITE,
+ * NANPROP_ERR_BLACKBOX, NANPROP_ERR_OUT_OF_MEMORY, as `nanprop_jacobian`.
+ */
+nanprop_status nanprop_hessian(nanprop_blackbox gradient,
+                               void *user_data,
+                               size_t n,
+                               const double *x0,
+                               const nanprop_pattern *p,
+                               const nanprop_jacobian_options *options,
+                               double *values,
+                               size_t *evaluations);
+
+/**
+ * Makes a reusable Hessian plan for pattern `p` (n x n): the star coloring and the recovery
+ * map are computed once here; `nanprop_hessian_plan_evaluate` then computes Hessians at any
+ * number of points without allocating. `*out` is NULL on failure.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL pattern or out; a pattern that is not square;
+ * bad options), NANPROP_ERR_OUT_OF_MEMORY.
+ */
+nanprop_status nanprop_hessian_plan_create(const nanprop_pattern *p,
+                                           const nanprop_jacobian_options *options,
+                                           nanprop_hessian_plan **out);
+
+/**
+ * Number of colors of the plan's star coloring (gradient evaluations per forward Hessian,
+ * less one when g(x) is supplied); 0 for NULL.
+ */
+size_t nanprop_hessian_plan_num_colors(const nanprop_hessian_plan *plan);
+
+/**
+ * Number of values `nanprop_hessian_plan_evaluate` writes: the pattern's nnz, or n * n for the
+ * dense layout; 0 for NULL.
+ */
+size_t nanprop_hessian_plan_values_len(const nanprop_hessian_plan *plan);
+
+/**
+ * Copies the plan's star colors (n entries, 0-based) into `colors`.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL plan or array.
+ */
+nanprop_status nanprop_hessian_plan_colors(const nanprop_hessian_plan *plan, size_t *colors);
+
+/**
+ * Computes the Hessian at `x` (n values) from the gradient routine into `values`
+ * (`nanprop_hessian_plan_values_len` of them). `gx`, if not NULL, is the gradient at x (n
+ * values): a forward Hessian then costs one evaluation less. `*evaluations` (if not NULL)
+ * receives the gradient calls made. Allocates nothing.
+ *
+ * Errors: as `nanprop_jacobian_plan_evaluate`.
+ */
+nanprop_status nanprop_hessian_plan_evaluate(nanprop_hessian_plan *plan,
+                                             nanprop_blackbox gradient,
+                                             void *user_data,
+                                             const double *x,
+                                             const double *gx,
+                                             double *values,
+                                             size_t *evaluations);
+
+/**
+ * Frees a Hessian plan. NULL is a no-op.
+ */
+void nanprop_hessian_plan_free(nanprop_hessian_plan *plan);
+
+/**
+ * Fills `options` with the smoothing defaults (sigma 0.01 relative, 100 samples, seed 0,
+ * regression) and sets its `struct_size` and `version`. NULL is a no-op.
+ */
+void nanprop_smoothing_options_init(nanprop_smoothing_options *options);
+
+/**
+ * The Jacobian of the Gaussian-smoothed f, E[f(x0 + sigma eps)] with every input perturbed
+ * together (eps standard normal), on pattern `p` (m x n): for black boxes that branch, where
+ * finite differences give zeros or spikes. 2 * samples evaluations of f, each sample
+ * antithetic; each row is a regression of the differences on that row's own perturbations, so
+ * entries outside the pattern are exact zeros and inside it the other inputs' effects do not
+ * add noise. `values` receives nnz values in CSR order; `std_errors` (nnz values, or NULL) a
+ * heteroscedasticity-robust standard error per value; `*evaluations` (if not NULL) the calls
+ * of f. The pattern must hold every input a row reaches within a few sigma of x0: trace with
+ * points sampled on that scale (`sample_points`, `sample_scale` of `nanprop_options`).
+ * Memory: O(n + m + sum of squared row lengths), plus samples values per row when
+ * `std_errors` is not NULL.
+ *
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL f, x0, p or values; n or m differ from the
+ * pattern's; x0 not finite; sigma not finite and positive; fewer than 2 samples; a sigma too
+ * small to change some x0_j; bad options), NANPROP_ERR_BLACKBOX (f failed, or a row with
+ * entries was NaN/Inf at a sample: the message names it), NANPROP_ERR_OUT_OF_MEMORY.
+ */
+nanprop_status nanprop_smoothed_jacobian(nanprop_blackbox f,
+                                         void *user_data,
+                                         size_t n,
+                                         size_t m,
+                                         const double *x0,
+                                         const nanprop_pattern *p,
+                                         const nanprop_smoothing_options *options,
+                                         double *values,
+                                         double *std_errors,
+                                         size_t *evaluations);
+
+/* ===================================================================== */
+/* 5. Advanced
  * Batch sessions (the caller runs the evaluations), functions loaded from shared
  * libraries, and flag inputs.
  */

@@ -88,7 +88,7 @@ impl Versioned for nanprop_jacobian_options {
 ///
 /// # Safety
 /// `options` is NULL or a `nanprop_jacobian_options` whose `steps` is NULL or holds n values.
-unsafe fn jacobian_from(
+pub(crate) unsafe fn jacobian_from(
     options: *const nanprop_jacobian_options,
     n: usize,
 ) -> Result<JacobianOptions> {

@@ -6,6 +6,7 @@
 //! | [`status`] | version, status codes, the last error |
 //! | [`blackbox`], [`options`], [`trace`], [`pattern`] | tracing: the black box, options, `nanprop_trace`, the pattern |
 //! | [`coloring`], [`jacobian`] | sparse Jacobians: coloring, one Jacobian, plans |
+//! | [`hessian`], [`smoothing`] | sparse Hessians (star coloring), smoothed Jacobians |
 //! | [`session`], [`loaded`], [`flags`] | advanced: batch sessions, loaded libraries, flag inputs |
 //!
 //! Every comment on a public item here is the C documentation. The files only convert: C
@@ -27,21 +28,25 @@ mod abi;
 pub mod blackbox;
 pub mod coloring;
 pub mod flags;
+pub mod hessian;
 pub mod jacobian;
 pub mod loaded;
 pub mod options;
 pub mod pattern;
 pub mod session;
+pub mod smoothing;
 pub mod status;
 pub mod trace;
 
 pub use blackbox::*;
 pub use coloring::*;
 pub use flags::*;
+pub use hessian::*;
 pub use jacobian::*;
 pub use loaded::*;
 pub use options::*;
 pub use pattern::*;
 pub use session::*;
+pub use smoothing::*;
 pub use status::*;
 pub use trace::*;
