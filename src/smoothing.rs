@@ -108,6 +108,22 @@ impl Default for SmoothingOptions {
     }
 }
 
+impl SmoothingOptions {
+    /// Trace options that sample points on this smoothing's scale around x0, so that the
+    /// branches the samples take are in the pattern (module docs): `base` with 8 sampled points
+    /// at 3 sigma (as a relative scale), unless it samples points already.
+    pub fn trace_options(&self, base: crate::TraceOptions) -> crate::TraceOptions {
+        if base.sample_points > 0 {
+            return base;
+        }
+        crate::TraceOptions {
+            sample_points: 8,
+            sample_scale: 3.0 * self.sigma,
+            ..base
+        }
+    }
+}
+
 /// Rows longer than this use the plain average (a regression's matrix grows as d^2).
 const MAX_REGRESSION: usize = 64;
 

@@ -41,6 +41,26 @@ void jitters(const double *x, double *y) {
         y[i] = x[i] * (1.0 + 1e-13 * ((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0));
     }
 }
+/* C convention, the gradient of f = sum over the edges (a, b) of a 6 x 6 grid of
+   cosh(x_a - x_b) + z * sum_v x_v^3 / 3 + z^2 / 2, z = x[36]: 37 inputs and outputs. */
+#include <math.h>
+void grad_grid(const double *x, double *g) {
+    double z = x[36], cubes = 0.0;
+    for (int i = 0; i < 37; i++) g[i] = 0.0;
+    for (int r = 0; r < 6; r++)
+        for (int c = 0; c < 6; c++) {
+            int v = 6 * r + c;
+            if (c < 5) { double s = sinh(x[v] - x[v + 1]); g[v] += s; g[v + 1] -= s; }
+            if (r < 5) { double s = sinh(x[v] - x[v + 6]); g[v] += s; g[v + 6] -= s; }
+            g[v] += z * x[v] * x[v];
+            cubes += x[v] * x[v] * x[v] / 3.0;
+        }
+    g[36] = cubes + z;
+}
+/* C convention, 11 inputs, 10 outputs: y_i = H(x_i - x_{i+1}) + 2 x_i, a chain of steps. */
+void steps(const double *x, double *y) {
+    for (int i = 0; i < 10; i++) y[i] = (x[i] - x[i + 1] > 0.0 ? 1.0 : 0.0) + 2.0 * x[i];
+}
 "#;
 
 /// A directory of this test's own (tests run in parallel threads of one process).
@@ -857,4 +877,185 @@ fn jacobian_takes_the_trace_options_and_refuses_them_with_a_pattern() {
         assert!(text(&o).contains("--pattern"), "{}", text(&o));
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The entries of a real Matrix Market file: (row, column, value), 0-based.
+fn read_real(path: &Path) -> Vec<(usize, usize, f64)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines().filter(|l| !l.starts_with('%'));
+    lines.next(); // the size line
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].parse::<usize>().unwrap() - 1,
+                f[1].parse::<usize>().unwrap() - 1,
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn hessian_from_a_gradient_routine_and_a_smoothed_jacobian_across_steps() {
+    let dir = scratch("hessian");
+    let lib = build_model(&dir);
+    let lib = lib.to_str().unwrap();
+    let x: Vec<f64> = (0..37)
+        .map(|i| 0.2 + 0.37 * (1.0 + 3.0 * i as f64).sin())
+        .collect();
+    let x0: Vec<String> = x.iter().map(|v| format!("{v:.17e}")).collect();
+    let x0 = x0.join(",");
+    let out = dir.join("H.mtx");
+    let o = nanprop(&[
+        "hessian",
+        "--lib",
+        lib,
+        "--symbol",
+        "grad_grid",
+        "--convention",
+        "c",
+        "-n",
+        "37",
+        "-m",
+        "37",
+        "--x0",
+        &x0,
+        "--central",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // The global variable's dense row forces 37 column colors; star coloring needs a few.
+    assert!(text(&o).contains("(column coloring: 37;"), "{}", text(&o));
+    let stars: usize = text(&o)
+        .split(" star colors")
+        .next()
+        .and_then(|t| t.rsplit(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(usize::MAX);
+    assert!(stars <= 7, "{}", text(&o));
+    let h = read_real(&out);
+    assert_eq!(
+        h.len(),
+        37 + 4 * 30 + 2 * 36,
+        "stencil, edges both ways, global row and column"
+    );
+    let edge = |a: usize, b: usize| (a / 6 == b / 6 && a.abs_diff(b) == 1) || a.abs_diff(b) == 6;
+    for &(i, j, v) in &h {
+        let want = if i == j && i == 36 {
+            1.0
+        } else if i == j {
+            let around: f64 = (0..36)
+                .filter(|&k| edge(i, k))
+                .map(|k| (x[i] - x[k]).cosh())
+                .sum();
+            around + 2.0 * x[36] * x[i]
+        } else if i == 36 || j == 36 {
+            let v = i.min(j);
+            x[v] * x[v]
+        } else {
+            -(x[i] - x[j]).cosh()
+        };
+        assert!(
+            (v - want).abs() < 1e-7 * want.abs().max(1.0),
+            "({i}, {j}): {v} vs {want}"
+        );
+    }
+    // -m must equal -n for a gradient.
+    let o = nanprop(&[
+        "hessian",
+        "--lib",
+        lib,
+        "--symbol",
+        "grad_grid",
+        "--convention",
+        "c",
+        "-n",
+        "37",
+        "-m",
+        "36",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("as many outputs as inputs"),
+        "{}",
+        text(&o)
+    );
+
+    // The smoothed Jacobian of the steps, with sampled tracing finding the branch inputs.
+    let xs: Vec<f64> = (0..11)
+        .map(|i| 1.0 + 0.15 * (7.0 * i as f64).sin())
+        .collect();
+    let xs0: Vec<String> = xs.iter().map(|v| format!("{v:.17e}")).collect();
+    let (sj, se) = (dir.join("S.mtx"), dir.join("E.mtx"));
+    let o = nanprop(&[
+        "jacobian",
+        "--lib",
+        lib,
+        "--symbol",
+        "steps",
+        "--convention",
+        "c",
+        "-n",
+        "11",
+        "-m",
+        "10",
+        "--x0",
+        &xs0.join(","),
+        "--smooth",
+        "0.1",
+        "--smooth-absolute",
+        "--samples",
+        "400",
+        "--quiet",
+        "--out",
+        sj.to_str().unwrap(),
+        "--std-errors",
+        se.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("800 evaluations (400 samples)"),
+        "{}",
+        text(&o)
+    );
+    let (values, errors) = (read_real(&sj), read_real(&se));
+    assert_eq!(values.len(), 20, "each step's two inputs: {values:?}");
+    let s2 = 0.1 * std::f64::consts::SQRT_2;
+    let mut within = 0;
+    for (&(i, j, v), &(_, _, e)) in values.iter().zip(&errors) {
+        let d = xs[i] - xs[i + 1];
+        let g = (-0.5 * d * d / (s2 * s2)).exp() / (2.0 * std::f64::consts::PI).sqrt() / s2;
+        let want = if j == i { g + 2.0 } else { -g };
+        within += usize::from((v - want).abs() <= 3.0 * e);
+    }
+    assert!(within >= 18, "{within} of 20 within 3 standard errors");
+    // --central has no meaning for a smoothed Jacobian.
+    let o = nanprop(&[
+        "jacobian",
+        "--lib",
+        lib,
+        "--symbol",
+        "steps",
+        "--convention",
+        "c",
+        "-n",
+        "11",
+        "-m",
+        "10",
+        "--smooth",
+        "0.1",
+        "--central",
+        "--out",
+        sj.to_str().unwrap(),
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("--central"),
+        "{}",
+        text(&o)
+    );
 }

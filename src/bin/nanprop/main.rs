@@ -1,5 +1,5 @@
 //! The `nanprop` command: trace a function in a shared library, color a pattern, compute a
-//! sparse Jacobian, or run the built-in demo. See `nanprop --help`.
+//! sparse Jacobian (plain or smoothed) or a sparse Hessian, or run the built-in demo. See `nanprop --help`.
 //!
 //! One file per subcommand; [`args`] holds what they share (loading a function, the point),
 //! [`output`] what they print and write. Every decision about a trace or a Jacobian is the
@@ -8,6 +8,7 @@
 mod args;
 mod color;
 mod demo;
+mod hessian;
 mod jacobian;
 mod output;
 mod trace;
@@ -35,8 +36,11 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Color the columns of a pattern (Matrix Market file) for Jacobian compression.
     Color(color::ColorArgs),
-    /// Compute a sparse Jacobian of a function in a shared library by compressed differences.
+    /// Compute a sparse Jacobian of a function in a shared library by compressed differences
+    /// (or, with --smooth, the Jacobian of its Gaussian smoothing).
     Jacobian(jacobian::JacobianArgs),
+    /// Compute a sparse Hessian from a gradient routine in a shared library (star coloring).
+    Hessian(hessian::HessianArgs),
     /// Trace the built-in wing-box model and show its pattern, coloring and Jacobian cost.
     Demo {
         /// Tracing strategy.
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
         Command::Trace(a) => trace::run(a, cli.quiet),
         Command::Color(a) => color::run(a),
         Command::Jacobian(a) => jacobian::run(a, cli.quiet),
+        Command::Hessian(a) => hessian::run(a, cli.quiet),
         Command::Demo { strategy } => demo::run(*strategy),
     };
     match result {
