@@ -94,6 +94,42 @@ class JacobianPlanCore:
         single: bool = False,
     ) -> Tuple[npt.NDArray[np.float64], int]: ...
 
+class HessianPlanCore:
+    def __init__(
+        self,
+        p: Any,
+        method: str = "forward",
+        step: Union[float, npt.ArrayLike, None] = None,
+        step_kind: str = "relative",
+        order: str = "auto",
+        seed: int = 0,
+    ) -> None: ...
+    @property
+    def num_colors(self) -> int: ...
+    @property
+    def colors(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def shape(self) -> Tuple[int, int]: ...
+    def csr(self) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+    def evaluations_per_hessian(self, with_gx: bool = False) -> int: ...
+    def values(
+        self,
+        gradient: Any,
+        x: npt.NDArray[np.float64],
+        gx: Optional[npt.NDArray[np.float64]] = None,
+    ) -> Tuple[npt.NDArray[np.float64], int]: ...
+
+def hessian_coloring(p: Any) -> Tuple[npt.NDArray[np.int64], int]: ...
+def smoothed_jacobian_values(
+    f: Any,
+    x: npt.NDArray[np.float64],
+    p: Any,
+    sigma: float,
+    sigma_kind: str = "relative",
+    samples: int = 100,
+    seed: int = 0,
+    estimator: str = "regression",
+) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], int]: ...
 def trace(
     f: Any,
     points: npt.NDArray[np.float64],

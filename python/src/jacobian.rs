@@ -15,7 +15,11 @@ use pyo3::prelude::*;
 /// one row holds half the work), "best" (every order, the fewest colors) or one of
 /// natural, largest-first, smallest-last, incidence-degree, dynamic-largest-first, random,
 /// saturation; `seed`; `recolor` rounds of iterated greedy recoloring.
-fn coloring_options(order: &str, seed: u64, recolor: usize) -> PyResult<ColoringOptions> {
+pub(crate) fn coloring_options(
+    order: &str,
+    seed: u64,
+    recolor: usize,
+) -> PyResult<ColoringOptions> {
     let strategy = if order == "auto" {
         ColorStrategy::Auto
     } else if order == "best" {
@@ -35,6 +39,64 @@ fn coloring_options(order: &str, seed: u64, recolor: usize) -> PyResult<Coloring
         seed,
         recolor_iterations: recolor,
     })
+}
+
+/// Jacobian (and Hessian) plan options from the keywords both plans take.
+pub(crate) fn jacobian_options(
+    method: &str,
+    step: Option<&Bound<'_, PyAny>>,
+    step_kind: &str,
+    order: &str,
+    seed: u64,
+    recolor: usize,
+) -> PyResult<JacobianOptions> {
+    let difference = match method {
+        "forward" | "2-point" => Difference::Forward,
+        "central" | "3-point" => Difference::Central,
+        _ => {
+            return Err(invalid(format!(
+                "method {method:?} must be 'forward' or 'central'"
+            )))
+        }
+    };
+    let relative = match step_kind {
+        "relative" => true,
+        "absolute" => false,
+        _ => {
+            return Err(invalid(format!(
+                "step_kind {step_kind:?} must be 'relative' or 'absolute'"
+            )))
+        }
+    };
+    let step = match step {
+        None => Step::Default,
+        Some(s) => match s.extract::<f64>() {
+            Ok(h) if relative => Step::Relative(h),
+            Ok(h) => Step::Absolute(h),
+            Err(_) => {
+                let v: PyReadonlyArray1<'_, f64> = s
+                    .py()
+                    .import("numpy")?
+                    .getattr("ascontiguousarray")?
+                    .call1((s, "float64"))?
+                    .extract()
+                    .map_err(|_| invalid("step must be a number or one per column"))?;
+                let v = v.as_slice()?.to_vec();
+                if relative {
+                    Step::RelativePerColumn(v)
+                } else {
+                    Step::AbsolutePerColumn(v)
+                }
+            }
+        },
+    };
+    let options = JacobianOptions {
+        difference,
+        step,
+        coloring: coloring_options(order, seed, recolor)?,
+        ..JacobianOptions::default()
+    };
+    Ok(options)
 }
 
 /// Colors the columns of pattern `p` (a `Pattern` or anything `Pattern.from_scipy` reads) so
@@ -79,52 +141,7 @@ impl PyJacobianPlan {
         recolor: usize,
     ) -> PyResult<Self> {
         let p = pattern_of(p)?;
-        let difference = match method {
-            "forward" | "2-point" => Difference::Forward,
-            "central" | "3-point" => Difference::Central,
-            _ => {
-                return Err(invalid(format!(
-                    "method {method:?} must be 'forward' or 'central'"
-                )))
-            }
-        };
-        let relative = match step_kind {
-            "relative" => true,
-            "absolute" => false,
-            _ => {
-                return Err(invalid(format!(
-                    "step_kind {step_kind:?} must be 'relative' or 'absolute'"
-                )))
-            }
-        };
-        let step = match step {
-            None => Step::Default,
-            Some(s) => match s.extract::<f64>() {
-                Ok(h) if relative => Step::Relative(h),
-                Ok(h) => Step::Absolute(h),
-                Err(_) => {
-                    let v: PyReadonlyArray1<'_, f64> = s
-                        .py()
-                        .import("numpy")?
-                        .getattr("ascontiguousarray")?
-                        .call1((s, "float64"))?
-                        .extract()
-                        .map_err(|_| invalid("step must be a number or one per column"))?;
-                    let v = v.as_slice()?.to_vec();
-                    if relative {
-                        Step::RelativePerColumn(v)
-                    } else {
-                        Step::AbsolutePerColumn(v)
-                    }
-                }
-            },
-        };
-        let options = JacobianOptions {
-            difference,
-            step,
-            coloring: coloring_options(order, seed, recolor)?,
-            ..JacobianOptions::default()
-        };
+        let options = jacobian_options(method, step, step_kind, order, seed, recolor)?;
         let plan = JacobianPlan::new(&p, &options).map_err(to_py)?;
         Ok(PyJacobianPlan {
             plan,

@@ -12,10 +12,12 @@
 //! | `pattern.rs` | the `Pattern` class |
 //! | `trace.rs` | `trace`, its keyword options converted into `TraceOptions` |
 //! | `jacobian.rs` | `coloring` and the `JacobianPlan` class |
+//! | `hessian.rs` | `hessian_coloring`, the `HessianPlan` class, smoothed Jacobians |
 //! | `loaded.rs` | `Loaded`: a routine in a shared library, called without Python in the loop |
 
 mod callable;
 mod errors;
+mod hessian;
 mod jacobian;
 mod loaded;
 mod pattern;
@@ -29,9 +31,12 @@ fn _nanprop(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<pattern::PyPattern>()?;
     m.add_class::<jacobian::PyJacobianPlan>()?;
+    m.add_class::<hessian::PyHessianPlan>()?;
     m.add_class::<loaded::PyLoaded>()?;
     m.add_function(wrap_pyfunction!(trace::trace, m)?)?;
     m.add_function(wrap_pyfunction!(jacobian::coloring, m)?)?;
+    m.add_function(wrap_pyfunction!(hessian::hessian_coloring, m)?)?;
+    m.add_function(wrap_pyfunction!(hessian::smoothed_jacobian_values, m)?)?;
     m.add("__version__", nanprop::VERSION)?;
     Ok(())
 }
