@@ -4,7 +4,9 @@
 //! `cargo run --release --features testing --bin nanprop-bench` runs the full set; `-- --quick` the small sizes;
 //! `-- --only TEXT` the cases whose family name and n contain TEXT (e.g. `"tridiagonal 1000000"`);
 //! `-- --parallel` only the parallel drivers' wall times; `-- --single` only the
-//! single-precision table; `-- --coloring` only the
+//! single-precision table; `-- --hessian` only the star-coloring table (against ColPack's star
+//! coloring); `-- --smoothing` only the smoothed-Jacobian table (and its plot,
+//! bench/smoothing.svg); `-- --coloring` only the
 //! column-coloring comparison with ColPack (built from
 //! bench/colpack_compare.cpp when Debian's libcolpack-dev is installed; ColPack is never linked
 //! into nanprop).
@@ -12,6 +14,11 @@
 //! box. Peak memory is the largest number of bytes allocated at once during the trace, beyond
 //! what was allocated before it started (the true pattern and the point x0), counted by a
 //! global allocator wrapper.
+
+#[path = "bench/smoothing.rs"]
+mod smoothing;
+#[path = "bench/symmetric.rs"]
+mod symmetric;
 
 use nanprop::testing::{self as synthetic, Synthetic, Winner};
 use nanprop::{trace, Pattern, Strategy, TraceOptions};
@@ -486,6 +493,14 @@ fn main() {
         coloring_time_table();
         return;
     }
+    if args.iter().any(|a| a == "--hessian") {
+        symmetric::table();
+        return;
+    }
+    if args.iter().any(|a| a == "--smoothing") {
+        smoothing::table();
+        return;
+    }
     if args.iter().any(|a| a == "--parallel") {
         parallel_table();
         return;
@@ -544,6 +559,8 @@ fn main() {
     scale_table(None);
     coloring_table();
     coloring_time_table();
+    symmetric::table();
+    smoothing::table();
     println!("One-hot and chunked run up to n = 10^4: each of their probes reads all m outputs, O(n m) in all.");
 }
 
