@@ -24,9 +24,10 @@
 //! that makes the plain average noisy (a linear row is recovered exactly). Entries outside the
 //! pattern are exact zeros, not noise.
 //!
-//! Each entry gets a standard error: heteroscedasticity-robust (the sandwich
-//! `G^-1 (sum r_k^2 eps_S eps_S^T) G^-1`, scaled by N / (N - d_i)), since residuals of a
-//! discontinuous f depend on where the sample fell. Rows with too few samples for their
+//! Each entry gets a standard error: heteroscedasticity-robust, since residuals of a
+//! discontinuous f depend on where the sample fell: the sandwich
+//! `G^-1 (sum r_k^2 eps_S eps_S^T) G^-1` with each residual divided by one minus its leverage
+//! (MacKinnon and White's HC3, which stays honest with few samples per input). Rows with too few samples for their
 //! regression (N < 2 d_i + 2), rows longer than 64 inputs, and rows whose G is singular use the
 //! plain average, with the sample standard deviation of `D_i eps_j` as their error.
 //!
@@ -421,7 +422,14 @@ impl Accumulators {
                     r -= beta[base + a] * z[a];
                 }
                 let off = rows.regression[i].expect("a regression row");
+                let mut leverage = 0.0;
                 solve(&self.gram[off..off + dim * dim], dim, &mut z[..dim]);
+                for (a, &j) in cols.iter().enumerate() {
+                    leverage += eps[j as usize] * z[a];
+                }
+                // HC3: each residual scaled by 1 / (1 - its leverage), which keeps the
+                // errors honest with few samples per input.
+                let r = r / (1.0 - leverage.min(0.99));
                 for a in 0..dim {
                     meat[base + a] += r * r * z[a] * z[a];
                 }
@@ -432,9 +440,8 @@ impl Accumulators {
                 continue;
             }
             let (cols, base) = (p.row(i), p.row_ptr()[i]);
-            let scale = big_n / (big_n - cols.len() as f64);
             for (k, &j) in (base..).zip(cols) {
-                se[k] = (meat[k] * scale).sqrt() / sigma[j as usize];
+                se[k] = meat[k].sqrt() / sigma[j as usize];
             }
         }
         Ok(())
