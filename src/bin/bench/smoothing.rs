@@ -193,6 +193,9 @@ pub(crate) fn table() {
     println!("The plot of these tables: bench/smoothing.svg.");
 }
 
+/// A curve of the plot: its label, its color, and which error it draws.
+type Series = (&'static str, &'static str, fn(&Errors) -> f64);
+
 /// A log-log plot of RMS error against evaluations, one panel per model.
 fn plot(curves: &[(&str, Vec<Errors>)]) -> String {
     let (w, h, pad) = (420.0, 320.0, 55.0);
@@ -201,7 +204,7 @@ fn plot(curves: &[(&str, Vec<Errors>)]) -> String {
         w * curves.len() as f64,
         h + 40.0
     );
-    let series: [(&str, &str, fn(&Errors) -> f64); 4] = [
+    let series: [Series; 4] = [
         ("nanprop regression", "#1b7837", |e| e.regression),
         ("full-dimensional antithetic", "#2166ac", |e| e.antithetic),
         ("full-dimensional one-sided", "#b2182b", |e| e.one_sided),
