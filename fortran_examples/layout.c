@@ -25,5 +25,10 @@ int main(void) {
     F(nanprop_jacobian_options, step_kind); F(nanprop_jacobian_options, step);
     F(nanprop_jacobian_options, steps); F(nanprop_jacobian_options, coloring);
     printf("nanprop_jacobian_options.size %zu\n", sizeof(nanprop_jacobian_options));
+    F(nanprop_smoothing_options, struct_size); F(nanprop_smoothing_options, version);
+    F(nanprop_smoothing_options, sigma); F(nanprop_smoothing_options, sigma_kind);
+    F(nanprop_smoothing_options, samples); F(nanprop_smoothing_options, seed);
+    F(nanprop_smoothing_options, estimator);
+    printf("nanprop_smoothing_options.size %zu\n", sizeof(nanprop_smoothing_options));
     return 0;
 }

@@ -7,6 +7,7 @@ program layout
   type(nanprop_options), target :: o
   type(nanprop_coloring_options), target :: c
   type(nanprop_jacobian_options), target :: j
+  type(nanprop_smoothing_options), target :: sm
   integer(c_intptr_t) :: base
 
   base = transfer(c_loc(o), base)
@@ -49,6 +50,16 @@ program layout
   call field('nanprop_jacobian_options.steps', c_loc(j%steps))
   call field('nanprop_jacobian_options.coloring', c_loc(j%coloring))
   print '(a, i0)', 'nanprop_jacobian_options.size ', c_sizeof(j)
+
+  base = transfer(c_loc(sm), base)
+  call field('nanprop_smoothing_options.struct_size', c_loc(sm%struct_size))
+  call field('nanprop_smoothing_options.version', c_loc(sm%version))
+  call field('nanprop_smoothing_options.sigma', c_loc(sm%sigma))
+  call field('nanprop_smoothing_options.sigma_kind', c_loc(sm%sigma_kind))
+  call field('nanprop_smoothing_options.samples', c_loc(sm%samples))
+  call field('nanprop_smoothing_options.seed', c_loc(sm%seed))
+  call field('nanprop_smoothing_options.estimator', c_loc(sm%estimator))
+  print '(a, i0)', 'nanprop_smoothing_options.size ', c_sizeof(sm)
 
 contains
 

@@ -54,6 +54,8 @@ module nanprop
   integer(c_int32_t), parameter :: NANPROP_ORDER_DYNAMIC_LARGEST_FIRST = 5
   integer(c_int32_t), parameter :: NANPROP_ORDER_RANDOM = 6, NANPROP_ORDER_SATURATION = 7
   integer(c_int32_t), parameter :: NANPROP_ORDER_AUTO = 8
+  ! nanprop_smoothing_options%estimator
+  integer(c_int32_t), parameter :: NANPROP_SMOOTHING_REGRESSION = 0, NANPROP_SMOOTHING_AVERAGE = 1
 
   type, bind(C) :: nanprop_options
     integer(c_size_t) :: struct_size
@@ -95,6 +97,16 @@ module nanprop
     type(c_ptr) :: steps
     type(nanprop_coloring_options) :: coloring
   end type nanprop_jacobian_options
+
+  type, bind(C) :: nanprop_smoothing_options
+    integer(c_size_t) :: struct_size
+    integer(c_int32_t) :: version
+    real(c_double) :: sigma
+    integer(c_int32_t) :: sigma_kind
+    integer(c_size_t) :: samples
+    integer(c_int64_t) :: seed
+    integer(c_int32_t) :: estimator
+  end type nanprop_smoothing_options
 
   abstract interface
     ! The black box: y = f(x); return 0 on success.
@@ -466,6 +478,99 @@ module nanprop
       import :: c_ptr
       type(c_ptr), value :: plan
     end subroutine
+
+    ! --- sparse Hessians (from a gradient routine: n inputs, n outputs) and smoothed Jacobians
+    function nanprop_hessian_coloring(p, colors, num_colors) bind(C, name="nanprop_hessian_coloring") &
+        result(status)
+      import :: c_ptr, c_size_t, c_int
+      type(c_ptr), value :: p
+      integer(c_size_t), intent(out) :: colors(*)
+      integer(c_size_t), intent(out) :: num_colors
+      integer(c_int) :: status
+    end function
+
+    function nanprop_hessian(gradient, user_data, n, x0, p, options, values, evaluations) &
+        bind(C, name="nanprop_hessian") result(status)
+      import :: c_funptr, c_ptr, c_size_t, c_double, c_int, nanprop_jacobian_options
+      type(c_funptr), value :: gradient
+      type(c_ptr), value :: user_data
+      integer(c_size_t), value :: n
+      real(c_double), intent(in) :: x0(*)
+      type(c_ptr), value :: p
+      type(nanprop_jacobian_options), intent(in) :: options
+      real(c_double), intent(out) :: values(*)
+      integer(c_size_t), intent(out) :: evaluations
+      integer(c_int) :: status
+    end function
+
+    function nanprop_hessian_plan_create(p, options, out) bind(C, name="nanprop_hessian_plan_create") &
+        result(status)
+      import :: c_ptr, c_int, nanprop_jacobian_options
+      type(c_ptr), value :: p
+      type(nanprop_jacobian_options), intent(in) :: options
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: status
+    end function
+
+    function nanprop_hessian_plan_num_colors(plan) bind(C, name="nanprop_hessian_plan_num_colors") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: plan
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_hessian_plan_values_len(plan) bind(C, name="nanprop_hessian_plan_values_len") result(k)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: plan
+      integer(c_size_t) :: k
+    end function
+
+    function nanprop_hessian_plan_colors(plan, colors) bind(C, name="nanprop_hessian_plan_colors") &
+        result(status)
+      import :: c_ptr, c_size_t, c_int
+      type(c_ptr), value :: plan
+      integer(c_size_t), intent(out) :: colors(*)
+      integer(c_int) :: status
+    end function
+
+    ! gx: c_null_ptr, or c_loc of the gradient at x (n values), which saves one evaluation.
+    function nanprop_hessian_plan_evaluate(plan, gradient, user_data, x, gx, values, evaluations) &
+        bind(C, name="nanprop_hessian_plan_evaluate") result(status)
+      import :: c_ptr, c_funptr, c_double, c_size_t, c_int
+      type(c_ptr), value :: plan
+      type(c_funptr), value :: gradient
+      type(c_ptr), value :: user_data
+      real(c_double), intent(in) :: x(*)
+      type(c_ptr), value :: gx
+      real(c_double), intent(out) :: values(*)
+      integer(c_size_t), intent(out) :: evaluations
+      integer(c_int) :: status
+    end function
+
+    subroutine nanprop_hessian_plan_free(plan) bind(C, name="nanprop_hessian_plan_free")
+      import :: c_ptr
+      type(c_ptr), value :: plan
+    end subroutine
+
+    subroutine nanprop_smoothing_options_init(options) bind(C, name="nanprop_smoothing_options_init")
+      import :: nanprop_smoothing_options
+      type(nanprop_smoothing_options), intent(out) :: options
+    end subroutine
+
+    ! std_errors: c_null_ptr, or c_loc of nnz values for the standard errors.
+    function nanprop_smoothed_jacobian(f, user_data, n, m, x0, p, options, values, std_errors, &
+        evaluations) bind(C, name="nanprop_smoothed_jacobian") result(status)
+      import :: c_funptr, c_ptr, c_size_t, c_double, c_int, nanprop_smoothing_options
+      type(c_funptr), value :: f
+      type(c_ptr), value :: user_data
+      integer(c_size_t), value :: n, m
+      real(c_double), intent(in) :: x0(*)
+      type(c_ptr), value :: p
+      type(nanprop_smoothing_options), intent(in) :: options
+      real(c_double), intent(out) :: values(*)
+      type(c_ptr), value :: std_errors
+      integer(c_size_t), intent(out) :: evaluations
+      integer(c_int) :: status
+    end function
 
     ! --- batch sessions (you run the evaluations)
     function nanprop_session_create(n, m, x0, options, out) bind(C, name="nanprop_session_create") result(status)

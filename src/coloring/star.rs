@@ -44,8 +44,8 @@
 //! path through it), updated as each vertex is colored by one pass over its neighbours with a
 //! hash map of (vertex, color) counts. A pass is then O(sum over v of degree(v) x colors) time
 //! and O(nnz + n) memory: a hub adjacent to every vertex (a global variable) costs no more than
-//! its own degree. Measured (`nanprop-bench --hessian`, n = 10^4): a grid with one global
-//! variable 22 ms for all six orders (ColPack 23 ms), an arrowhead 2 ms (ColPack 5 ms).
+//! its own degree. Measured (`nanprop-bench --hessian`, n = 10^4, two runs): a grid with one global
+//! variable 22-56 ms for all six orders (ColPack 23-24 ms), an arrowhead 2-3 ms (ColPack 5 ms).
 
 use super::graph::{first_free as first_free_color, Graph};
 use super::{Coloring, ColoringOptions, Order, Strategy};
