@@ -171,3 +171,25 @@ impl BlackBox for Callable<'_> {
         }
     }
 }
+
+/// Runs `run` with `f` as a black box of n inputs and m outputs: a `Loaded` routine, or a
+/// Python callable (whose exceptions come back as themselves; `single`: it works in float32).
+pub(crate) fn with_black_box<T>(
+    f: &Bound<'_, PyAny>,
+    n: usize,
+    m: usize,
+    single: bool,
+    run: impl FnOnce(&mut dyn nanprop::driver::BlackBox) -> nanprop::Result<T>,
+) -> PyResult<T> {
+    match f.cast::<crate::loaded::PyLoaded>() {
+        Ok(loaded) => {
+            let loaded = loaded.get();
+            loaded.check_sizes(n, m)?;
+            run(&mut nanprop::loader::SharedLoaded(&loaded.inner)).map_err(crate::errors::to_py)
+        }
+        Err(_) => {
+            let mut g = Callable::new(f, m, single)?;
+            run(&mut g).map_err(|e| g.error_for(e))
+        }
+    }
+}

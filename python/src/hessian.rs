@@ -2,15 +2,12 @@
 //! Hessians from a gradient (star coloring) and smoothed Jacobians, for `nanprop.HessianPlan`,
 //! `nanprop.hessian`, `nanprop.hessian_coloring` and `nanprop.smoothed_jacobian`.
 
-use crate::callable::Callable;
+use crate::callable::with_black_box;
 use crate::errors::{invalid, to_py};
 use crate::jacobian::jacobian_options;
-use crate::loaded::PyLoaded;
 use crate::pattern::pattern_of;
 use nanprop::coloring::{star, ColoringOptions};
-use nanprop::driver::BlackBox;
 use nanprop::hessian::HessianPlan;
-use nanprop::loader::SharedLoaded;
 use nanprop::smoothing::{smoothed_jacobian, Estimator, SigmaKind, SmoothingOptions};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -27,27 +24,6 @@ pub fn hessian_coloring<'py>(
     let c = star(&p, &ColoringOptions::default()).map_err(to_py)?;
     let colors: Vec<i64> = c.colors.iter().map(|&k| k as i64).collect();
     Ok((colors.into_pyarray(py), c.num_colors))
-}
-
-/// Runs `run` with `f` as a black box of n inputs and m outputs: a `Loaded` routine, or a
-/// Python callable (whose exceptions come back as themselves).
-fn with_black_box<T>(
-    f: &Bound<'_, PyAny>,
-    n: usize,
-    m: usize,
-    run: impl FnOnce(&mut dyn BlackBox) -> nanprop::Result<T>,
-) -> PyResult<T> {
-    match f.cast::<PyLoaded>() {
-        Ok(loaded) => {
-            let loaded = loaded.get();
-            loaded.check_sizes(n, m)?;
-            run(&mut SharedLoaded(&loaded.inner)).map_err(to_py)
-        }
-        Err(_) => {
-            let mut g = Callable::new(f, m, false)?;
-            run(&mut g).map_err(|e| g.error_for(e))
-        }
-    }
 }
 
 /// The library's Hessian plan. Use `nanprop.HessianPlan`, which returns SciPy matrices.
@@ -144,7 +120,9 @@ impl PyHessianPlan {
         };
         let mut values = vec![0.0; self.plan.values_len()];
         let plan = &mut self.plan;
-        let made = with_black_box(gradient, n, n, |g| plan.evaluate(g, x, gx, &mut values))?;
+        let made = with_black_box(gradient, n, n, false, |g| {
+            plan.evaluate(g, x, gx, &mut values)
+        })?;
         Ok((values.into_pyarray(py), made))
     }
 }
@@ -193,7 +171,7 @@ pub fn smoothed_jacobian_values<'py>(
     };
     let x = x.as_slice()?;
     let (mut values, mut errors) = (vec![0.0; p.nnz()], vec![0.0; p.nnz()]);
-    let made = with_black_box(f, p.cols(), p.rows(), |g| {
+    let made = with_black_box(f, p.cols(), p.rows(), false, |g| {
         smoothed_jacobian(g, x, &p, &options, &mut values, Some(&mut errors))
     })?;
     Ok((values.into_pyarray(py), errors.into_pyarray(py), made))

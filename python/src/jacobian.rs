@@ -1,13 +1,11 @@
 //! `coloring` and the `JacobianPlan` class: the library's column coloring and compressed
 //! differences, with options by keyword.
 
-use crate::callable::Callable;
+use crate::callable::with_black_box;
 use crate::errors::{invalid, to_py};
-use crate::loaded::PyLoaded;
 use crate::pattern::pattern_of;
 use nanprop::coloring::{color, ColoringOptions, Order, Strategy as ColorStrategy};
 use nanprop::jacobian::{Difference, JacobianOptions, JacobianPlan, Step};
-use nanprop::loader::SharedLoaded;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
@@ -215,24 +213,8 @@ impl PyJacobianPlan {
             None => None,
         };
         let mut values = vec![0.0; self.plan.values_len()];
-        let made = match f.cast::<PyLoaded>() {
-            Ok(loaded) => {
-                let loaded = loaded.get();
-                loaded.check_sizes(n, m)?;
-                let mut g = SharedLoaded(&loaded.inner);
-                self.plan
-                    .evaluate(&mut g, x, fx, &mut values)
-                    .map_err(to_py)?
-            }
-            Err(_) => {
-                let mut g = Callable::new(f, m, single)?;
-                let r = self.plan.evaluate(&mut g, x, fx, &mut values);
-                match r {
-                    Ok(k) => k,
-                    Err(e) => return Err(g.error_for(e)),
-                }
-            }
-        };
+        let plan = &mut self.plan;
+        let made = with_black_box(f, n, m, single, |g| plan.evaluate(g, x, fx, &mut values))?;
         Ok((values.into_pyarray(py), made))
     }
 }

@@ -1,11 +1,9 @@
 //! `nanprop color`: color the columns of a Matrix Market pattern.
 
-use crate::output::{write_file, write_svg};
+use crate::output::{read_pattern_file, write_file, write_svg};
 use crate::Failure;
 use clap::Args;
 use nanprop::coloring::{self, lower_bound, ColoringOptions, Order};
-use nanprop::pattern::mtx;
-use std::io::BufReader;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -47,10 +45,7 @@ pub(crate) fn parse_order(s: &str) -> Result<coloring::Strategy, String> {
 }
 
 pub(crate) fn run(a: &ColorArgs) -> Result<(), Failure> {
-    let file =
-        std::fs::File::open(&a.file).map_err(|e| format!("opening {}: {e}", a.file.display()))?;
-    let p = mtx::read_pattern(BufReader::new(file))
-        .map_err(|e| format!("{}: {e}", a.file.display()))?;
+    let p = read_pattern_file(&a.file)?;
     let start = Instant::now();
     let c = coloring::color(
         &p,

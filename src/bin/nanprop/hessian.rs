@@ -2,7 +2,9 @@
 //! coloring and symmetric recovery.
 
 use crate::args::{open, Load};
-use crate::output::{is_stdout, progress_bar, summary, warnings, write_file, Counted};
+use crate::output::{
+    is_stdout, progress_bar, read_pattern_file, say, summary, warnings, write_file, Counted,
+};
 use crate::trace::{trace_loaded, TraceFlags};
 use crate::Failure;
 use clap::Args;
@@ -10,7 +12,6 @@ use nanprop::coloring;
 use nanprop::hessian::HessianPlan;
 use nanprop::jacobian::{Difference, JacobianOptions, Step};
 use nanprop::pattern::mtx;
-use std::io::BufReader;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -54,10 +55,7 @@ pub(crate) fn run(a: &HessianArgs, quiet: bool) -> Result<(), Failure> {
     let start = Instant::now();
     let p = match &a.pattern {
         Some(path) => {
-            let file = std::fs::File::open(path)
-                .map_err(|e| format!("opening {}: {e}", path.display()))?;
-            mtx::read_pattern(BufReader::new(file))
-                .map_err(|e| format!("{}: {e}", path.display()))?
+            read_pattern_file(path)?
         }
         None => {
             let options = a.flags.options(a.load.journal.clone(), true)?;
@@ -120,10 +118,6 @@ pub(crate) fn run(a: &HessianArgs, quiet: bool) -> Result<(), Failure> {
         column.num_colors,
         a.load.n + 1
     );
-    if is_stdout(&a.out) {
-        eprintln!("{line}");
-    } else {
-        println!("{line}");
-    }
+    say(&line, &a.out);
     Ok(())
 }

@@ -2,7 +2,8 @@
 
 use crate::args::{open, Load};
 use crate::output::{
-    is_stdout, progress_bar, summary, warnings, write_file, write_jacobian_svg, Counted,
+    is_stdout, progress_bar, read_pattern_file, say, summary, warnings, write_file,
+    write_jacobian_svg, Counted,
 };
 use crate::trace::{trace_loaded, TraceFlags};
 use crate::Failure;
@@ -10,7 +11,6 @@ use clap::Args;
 use nanprop::jacobian::{Difference, JacobianOptions, JacobianPlan, Step};
 use nanprop::pattern::{mtx, Pattern};
 use nanprop::smoothing::{SigmaKind, SmoothingOptions};
-use std::io::BufReader;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -83,10 +83,7 @@ pub(crate) fn run(a: &JacobianArgs, quiet: bool) -> Result<(), Failure> {
     let start = Instant::now();
     let p = match &a.pattern {
         Some(path) => {
-            let file = std::fs::File::open(path)
-                .map_err(|e| format!("opening {}: {e}", path.display()))?;
-            let p = mtx::read_pattern(BufReader::new(file))
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let p = read_pattern_file(path)?;
             if p.rows() != f.m() || p.cols() != f.n() {
                 return Err(Failure::from(format!(
                     "the pattern is {} x {}, the function {} x {}",
@@ -158,11 +155,7 @@ pub(crate) fn run(a: &JacobianArgs, quiet: bool) -> Result<(), Failure> {
         "Jacobian: {evaluations} evaluations (finite differences without coloring: {})",
         f.n() + 1
     );
-    if is_stdout(&a.out) {
-        eprintln!("{line}");
-    } else {
-        println!("{line}");
-    }
+    say(&line, &a.out);
     Ok(())
 }
 
@@ -239,10 +232,6 @@ fn smoothed(
         options.samples,
         p.nnz()
     );
-    if is_stdout(&a.out) {
-        eprintln!("{line}");
-    } else {
-        println!("{line}");
-    }
+    say(&line, &a.out);
     Ok(())
 }

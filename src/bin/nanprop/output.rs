@@ -144,6 +144,23 @@ pub(crate) fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
+/// Prints a result line: to standard error when the result file itself goes to standard
+/// output (`out` is `-`), else to standard output.
+pub(crate) fn say(line: &str, out: &Path) {
+    if is_stdout(out) {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
+/// Reads a pattern from a Matrix Market file.
+pub(crate) fn read_pattern_file(path: &Path) -> Result<nanprop::Pattern, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("opening {}: {e}", path.display()))?;
+    nanprop::pattern::mtx::read_pattern(std::io::BufReader::new(file))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// Writes a file, or standard output for `-`.
 pub(crate) fn write_file(
     path: &Path,
