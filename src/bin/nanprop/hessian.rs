@@ -54,9 +54,7 @@ pub(crate) fn run(a: &HessianArgs, quiet: bool) -> Result<(), Failure> {
     let (mut g, x0) = open(&a.load, a.pattern.is_none() && !a.flags.no_isolate)?;
     let start = Instant::now();
     let p = match &a.pattern {
-        Some(path) => {
-            read_pattern_file(path)?
-        }
+        Some(path) => read_pattern_file(path)?,
         None => {
             let options = a.flags.options(a.load.journal.clone(), true)?;
             trace_loaded(&mut g, &x0, &options, quiet)?
