@@ -8,6 +8,14 @@ one; then the cost of calling a Python f from nanprop's loop against calling it 
 Python loop. asdex (JAX, abstract interpretation: no evaluation of f) runs when it is
 importable; otherwise the script says so. SciPy's dense differences build an m x n matrix and
 run only up to n = 2000. The README's Python table comes from this script.
+
+    python bench/python_peers.py --scale [MAX_N]   # what `nanprop-bench --peers` runs
+
+At n = 10^4, 10^5 and 10^6 (up to MAX_N) on tridiagonal, 2-D Bratu, random 5 per row and
+arrowhead functions, each tool runs in a fresh process: the time to the pattern, its peak
+memory (the process's maximum resident size less that of a process that only imports and makes
+x0) and the ratio nanprop / asdex; then the Jacobian from a known pattern, nanprop's plan
+against SciPy's approx_derivative(sparsity=...).
 """
 
 import sys
@@ -53,10 +61,20 @@ def bratu(xp, N):
 
 def random5(xp, n, seed=7):
     rng = np.random.default_rng(seed)
-    cols = np.array([rng.choice(n, 5, replace=False) for _ in range(n)])
+    if n <= 100000:
+        cols = np.array([rng.choice(n, 5, replace=False) for _ in range(n)])
+    else:  # the loop above would take longer than the trace; repeats allowed
+        cols = rng.integers(0, n, (n, 5))
 
     def f(x):
         return (xp.sin(x[cols]) * x[cols[:, :1]]).sum(axis=1)
+
+    return f
+
+
+def arrowhead(xp):
+    def f(x):
+        return xp.concatenate([x[:-1] * x[-1], xp.sum(x)[None]])
 
     return f
 
@@ -180,5 +198,101 @@ def main():
     )
 
 
+def scale_function(name, n, xp):
+    if name == "tridiagonal":
+        return tridiagonal(xp)
+    if name == "2-D Bratu":
+        return bratu(xp, int(round(n**0.5)))
+    if name == "random 5 per row":
+        return random5(xp, n)
+    return arrowhead(xp)
+
+
+def one(tool, name, n):
+    """Runs one tool on one function in this (fresh) process; prints seconds, peak KiB of this
+    process, evaluations and nnz."""
+    import resource
+
+    x0 = np.random.default_rng(1).uniform(0.5, 1.5, n)
+    evaluations, nnz, t = 0, 0, 0.0
+    if tool == "nanprop":
+        g = Counted(scale_function(name, n, np))
+        p, t = timed(lambda: nanprop.trace(g, x0, m=n, progress=False))
+        evaluations, nnz = g.calls, p.nnz
+    elif tool == "asdex":
+        f = scale_function(name, n, jnp)
+        s, t = timed(lambda: asdex.jacobian_sparsity(f, jnp.asarray(x0)))
+        nnz = s.nnz
+    print(t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, evaluations, nnz)
+
+
+def run_one(tool, name, n):
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", tool, name, str(n)],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if out.returncode != 0:
+        return None
+    t, kib, evaluations, nnz = out.stdout.split()[-4:]
+    return float(t), int(kib), int(evaluations), int(nnz)
+
+
+def scale(max_n):
+    print(f"nanprop {nanprop.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}"
+          + (f", asdex {asdex_version()} (JAX {jax.__version__}, CPU)" if asdex else ""))
+    if asdex is None:
+        print("asdex is not installed (pip install asdex): its columns are skipped")
+    print()
+    print("| function | n | nanprop: time to pattern | evaluations | peak MB | asdex: time | peak MB | nanprop / asdex time | memory ratio | nnz (same) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for name in ["tridiagonal", "2-D Bratu", "random 5 per row", "arrowhead"]:
+        for n in [10**4, 10**5, 10**6]:
+            if n > max_n:
+                continue
+            if name == "2-D Bratu":
+                n = int(round(n**0.5)) ** 2
+            base = run_one("none", name, n)
+            a = run_one("nanprop", name, n)
+            b = run_one("asdex", name, n) if asdex else None
+            mb = lambda r: max(r[1] - base[1], 0) / 1024
+            row = f"| {name} | {n} | "
+            row += f"{a[0] * 1e3:.0f} ms | {a[2]} | {mb(a):.0f} | " if a else "failed | | | "
+            if b:
+                same = "same" if a and a[3] == b[3] else "differs"
+                row += f"{b[0] * 1e3:.0f} ms | {mb(b):.0f} | "
+                row += f"{a[0] / b[0]:.2f} | {mb(a) / max(mb(b), 1e-9):.2f} | {a[3] if a else ''} ({same}) |"
+            else:
+                row += f"- | - | - | - | {a[3] if a else ''} |"
+            print(row, flush=True)
+    print()
+    print("| function | n | nanprop plan: evaluations | time outside f | SciPy approx_derivative(sparsity): evaluations | time outside f | overhead ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, n in [("2-D Bratu", 300 * 300), ("tridiagonal", 10**5)]:
+        f = scale_function(name, n, np)
+        x0 = np.random.default_rng(1).uniform(0.5, 1.5, n)
+        p = nanprop.trace(f, x0, m=n, progress=False)
+        plan = nanprop.JacobianPlan(p)
+        fx = f(x0)
+        g = Counted(f)
+        _, t_plan = timed(lambda: plan.evaluate(g, x0, fx))
+        plan_evals, plan_f = g.calls, g.seconds
+        g = Counted(f)
+        _, t_sp = timed(lambda: approx_derivative(g, x0, method="2-point", f0=fx, sparsity=p.to_scipy()))
+        print(
+            f"| {name} | {n} | {plan_evals} | {(t_plan - plan_f) * 1e3:.1f} ms | {g.calls} | "
+            f"{(t_sp - g.seconds) * 1e3:.1f} ms | {(t_plan - plan_f) / max(t_sp - g.seconds, 1e-9):.2f} |",
+            flush=True,
+        )
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) >= 2 and sys.argv[1] == "--one":
+        one(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif len(sys.argv) >= 2 and sys.argv[1] == "--scale":
+        scale(int(sys.argv[2]) if len(sys.argv) > 2 else 10**6)
+    else:
+        main()

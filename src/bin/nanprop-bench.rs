@@ -4,7 +4,9 @@
 //! `cargo run --release --features testing --bin nanprop-bench` runs the full set; `-- --quick` the small sizes;
 //! `-- --only TEXT` the cases whose family name and n contain TEXT (e.g. `"tridiagonal 1000000"`);
 //! `-- --parallel` only the parallel drivers' wall times; `-- --single` only the
-//! single-precision table; `-- --hessian` only the star-coloring table (against ColPack's star
+//! single-precision table; `-- --peers [MAX_N]` nanprop's Python package against asdex and
+//! SciPy (bench/python_peers.py --scale, with `$NANPROP_PYTHON`, `.venv/bin/python` or
+//! `python3`; skipped, saying so, when they are not importable); `-- --hessian` only the star-coloring table (against ColPack's star
 //! coloring); `-- --smoothing` only the smoothed-Jacobian table (and its plot,
 //! bench/smoothing.svg); `-- --coloring` only the
 //! column-coloring comparison with ColPack (built from
@@ -236,6 +238,39 @@ fn coloring_cases() -> Vec<(String, Pattern)> {
         ("LP-like 3000x9000".into(), lp),
         ("arrowhead".into(), synthetic::arrowhead(2_000)),
     ]
+}
+
+/// nanprop (from Python) against asdex and SciPy, by bench/python_peers.py in the first
+/// Python that imports nanprop and SciPy; asdex's columns are '-' when it is not installed.
+fn peers(max_n: usize) {
+    println!(
+        "\n### Peers: time to the pattern and memory against asdex; Jacobians against SciPy\n"
+    );
+    let root = env!("CARGO_MANIFEST_DIR");
+    let venv = format!("{root}/.venv/bin/python");
+    let candidates = [
+        std::env::var("NANPROP_PYTHON").ok(),
+        Some(venv),
+        Some("python3".into()),
+    ];
+    let python = candidates.into_iter().flatten().find(|py| {
+        std::process::Command::new(py)
+            .args(["-c", "import nanprop, scipy"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(python) = python else {
+        println!("No Python imports nanprop and SciPy (pip install ./python scipy, optionally asdex): skipped.");
+        return;
+    };
+    let status = std::process::Command::new(&python)
+        .arg(format!("{root}/bench/python_peers.py"))
+        .arg("--scale")
+        .arg(max_n.to_string())
+        .status();
+    if !status.is_ok_and(|s| s.success()) {
+        println!("bench/python_peers.py failed with {python}.");
+    }
 }
 
 /// Builds the ColPack helper (bench/colpack_compare.cpp) if ColPack is installed.
@@ -491,6 +526,14 @@ fn main() {
     if args.iter().any(|a| a == "--coloring") {
         coloring_table();
         coloring_time_table();
+        return;
+    }
+    if let Some(k) = args.iter().position(|a| a == "--peers") {
+        let max_n = args
+            .get(k + 1)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(1_000_000);
+        peers(max_n);
         return;
     }
     if args.iter().any(|a| a == "--hessian") {
