@@ -21,7 +21,7 @@ impl<'a> Graph<'a> {
     pub(super) fn new(p: &'a Pattern) -> Result<Self> {
         Ok(Graph {
             p,
-            t: p.transpose()?,
+            t: p.transpose_structure()?,
             mark: filled(0, p.cols(), "column marks")?,
             generation: 0,
         })

@@ -15,7 +15,7 @@ use bitvec::prelude::*;
 pub struct Chunked {
     n: usize,
     k: usize,
-    baseline: Vec<f64>,
+    baseline: std::sync::Arc<Vec<f64>>,
     asked: bool,
     told: BitVec,
     found: Vec<(u32, u32, EntryKind)>,
@@ -27,7 +27,8 @@ impl Chunked {
     /// # Errors
     /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when its O(n / k) flags do
     /// not fit.
-    pub fn new(n: usize, k: usize, baseline: Vec<f64>) -> Result<Self> {
+    pub fn new(n: usize, k: usize, baseline: impl Into<std::sync::Arc<Vec<f64>>>) -> Result<Self> {
+        let baseline = baseline.into();
         let k = k.clamp(1, n);
         let chunks = n.div_ceil(k);
         Ok(Chunked {

@@ -148,7 +148,8 @@ enum Mode {
 pub struct Refine {
     n: usize,
     m: usize,
-    baseline: Vec<f64>,
+    /// The baseline outputs (shared with the session that made the planner).
+    baseline: std::sync::Arc<Vec<f64>>,
     mode: Mode,
     /// Block size is `1 << shift` at the current level.
     shift: u32,
@@ -200,7 +201,13 @@ impl Refine {
     ///
     /// # Errors
     /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when its O(m) arrays do not fit.
-    pub fn new(n: usize, baseline: Vec<f64>, cap: usize, capped: EntryKind) -> Result<Self> {
+    pub fn new(
+        n: usize,
+        baseline: impl Into<std::sync::Arc<Vec<f64>>>,
+        cap: usize,
+        capped: EntryKind,
+    ) -> Result<Self> {
+        let baseline = baseline.into();
         let m = baseline.len();
         // Level 0: one block of all n columns, a candidate of every traceable row.
         let shift = usize::BITS - (n.max(1) - 1).leading_zeros();
@@ -462,6 +469,9 @@ impl Refine {
             self.last_hit_rate = changed as f64 / tested as f64;
         }
         self.cand_ptr = ptr;
+        // Reserved for every block splitting; the halves proven empty are not there: give the
+        // rest back (a shrinking reallocation, in place for large arrays).
+        idx.shrink_to_fit();
         self.cand_idx = idx;
         // The old array goes before the new one is made: one of them at a time at the peak.
         self.cand_probe = Vec::new();
@@ -488,11 +498,12 @@ impl Refine {
         // sorted dependencies does it all.
         let mut rows_with_probe = Vec::new();
         reserve(&mut rows_with_probe, self.m, "rows")?;
+        // Rows dense at this scale: usually none.
         let mut suspected: Vec<u32> = Vec::new();
-        reserve(&mut suspected, self.m, "rows")?;
-        let mut k_ptr = Vec::new();
+        // u32 offsets: a k_idx longer than that falls back to one probe per column below.
+        let mut k_ptr: Vec<u32> = Vec::new();
         reserve(&mut k_ptr, self.m + 1, "block list pointers")?;
-        k_ptr.push(0usize);
+        k_ptr.push(0);
         let mut k_idx: Vec<u32> = Vec::new();
         reserve(
             &mut k_idx,
@@ -548,11 +559,11 @@ impl Refine {
                 // make the coloring compress nothing; it is left out of it, and its P blocks
                 // are tested only where no Q block of its shares their probe (below).
                 k_idx.truncate(start);
-                suspected.push(i as u32);
+                push(&mut suspected, i as u32, "rows")?;
                 continue;
             }
             rows_with_probe.push(i as u32);
-            k_ptr.push(k_idx.len());
+            k_ptr.push(k_idx.len() as u32);
             let len = (k_idx.len() - start) as u64;
             max_q = max_q.max(q);
             work += len * len;
@@ -569,7 +580,7 @@ impl Refine {
             .sum();
         drop(is_cand);
         let work_limit = 64 * (k_idx.len() as u64) + 10_000_000;
-        if work > work_limit || nblocks > P_FLAG as usize {
+        if work > work_limit || nblocks > P_FLAG as usize || k_idx.len() > u32::MAX as usize {
             return Ok(Some(self.start_onehot()?));
         }
 
@@ -577,7 +588,7 @@ impl Refine {
         // the block's P/Q flag for that row in the top bit.
         // Counting sort without a second pointer array: t_ptr[b] counts, then holds the end of
         // block b's list, and filling from the back moves it to the start.
-        let mut t_ptr = filled(0usize, nblocks + 1, "block pointers")?;
+        let mut t_ptr = filled(0u32, nblocks + 1, "block pointers")?;
         for &b in &k_idx {
             t_ptr[(b & !P_FLAG) as usize] += 1;
         }
@@ -586,10 +597,10 @@ impl Refine {
         }
         let mut t_idx = filled(0u32, k_idx.len(), "rows of blocks")?;
         for r in (0..rows_with_probe.len()).rev() {
-            for &b in k_idx[k_ptr[r]..k_ptr[r + 1]].iter().rev() {
+            for &b in k_idx[k_ptr[r] as usize..k_ptr[r + 1] as usize].iter().rev() {
                 let slot = &mut t_ptr[(b & !P_FLAG) as usize];
                 *slot -= 1;
-                t_idx[*slot] = r as u32 | (b & P_FLAG);
+                t_idx[*slot as usize] = r as u32 | (b & P_FLAG);
             }
         }
 
@@ -610,9 +621,9 @@ impl Refine {
             (vec![], vec![], vec![]);
         for b in (0..nblocks).filter(|&b| probed[b]) {
             let mark = b as u32;
-            for &t in &t_idx[t_ptr[b]..t_ptr[b + 1]] {
+            for &t in &t_idx[t_ptr[b] as usize..t_ptr[b + 1] as usize] {
                 let (r, b_is_p) = ((t & !P_FLAG) as usize, t & P_FLAG != 0);
-                for &u in &k_idx[k_ptr[r]..k_ptr[r + 1]] {
+                for &u in &k_idx[k_ptr[r] as usize..k_ptr[r + 1] as usize] {
                     let c = color[(u & !P_FLAG) as usize];
                     if c == NONE {
                         continue;

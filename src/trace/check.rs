@@ -95,19 +95,7 @@ impl Check {
     pub(crate) fn new(pattern: Pattern) -> Result<Self> {
         let (m, n) = (pattern.rows(), pattern.cols());
         let limit = heavy_row(&pattern);
-        let mut row_ptr = Vec::new();
-        reserve(&mut row_ptr, m + 1, "row pointers")?;
-        let mut col_idx: Vec<usize> = Vec::new();
-        reserve(&mut col_idx, pattern.nnz(), "light rows")?;
-        row_ptr.push(0);
-        for i in 0..m {
-            let row = pattern.row(i);
-            if row.len() <= limit && row.len() < n {
-                col_idx.extend(row.iter().map(|&j| j as usize));
-            }
-            row_ptr.push(col_idx.len());
-        }
-        let light = Pattern::from_csr(m, n, &row_ptr, &col_idx)?;
+        let light = pattern.keep_rows(|row| row.len() <= limit && row.len() < n)?;
         let c = coloring::color(
             &light,
             &ColoringOptions {
@@ -116,6 +104,7 @@ impl Check {
                 recolor_iterations: 0,
             },
         )?;
+        drop(light);
         let mut classes = filled(Vec::new(), c.num_colors, "check classes")?;
         for (j, &k) in c.colors.iter().enumerate() {
             push(&mut classes[k as usize], j as u32, "a check class")?;

@@ -149,7 +149,8 @@ pub struct TraceSession {
     intolerant: HashMap<u32, Vec<u32>>,
     /// Probes whose verifications are outstanding, by probe.
     pending: HashMap<usize, Pending>,
-    baseline: Vec<f64>,
+    /// The baseline outputs (shared with the planner: one copy of m values).
+    baseline: std::sync::Arc<Vec<f64>>,
     baseline_rows: Option<BitVec>,
     report: TraceReport,
     /// The precision the check is sized for: the black box's, or single when tags came back
@@ -237,7 +238,7 @@ impl TraceSession {
             failed_columns: Vec::new(),
             intolerant: HashMap::new(),
             pending: HashMap::new(),
-            baseline: Vec::new(),
+            baseline: Default::default(),
             baseline_rows: None,
             report: TraceReport {
                 tolerance: options.verify_tolerance,
@@ -423,7 +424,7 @@ impl TraceSession {
                     masked[i] = f64::NAN;
                 }
                 self.pairing = true;
-                self.stage = Stage::Planning(self.planner_for(masked)?);
+                self.stage = Stage::Planning(self.planner_for(std::sync::Arc::new(masked))?);
                 self.checked = Some((checked, alarms));
                 self.start_step(0)
             }
@@ -978,7 +979,7 @@ impl TraceSession {
             return Ok(Cow::Borrowed(y));
         }
         let mut y = copied(y, "outputs within the tolerance")?;
-        for (v, &b) in y.iter_mut().zip(&self.baseline) {
+        for (v, &b) in y.iter_mut().zip(self.baseline.iter()) {
             if b.is_finite() && v.is_finite() && (*v - b).abs() <= t * b.abs().max(1.0) {
                 *v = b;
             }
@@ -1006,15 +1007,15 @@ impl TraceSession {
             }
         }
         self.baseline_rows = Some(bad);
-        self.baseline = copied(y, "baseline outputs")?;
-        self.stage = Stage::Planning(self.planner_for(copied(y, "baseline outputs")?)?);
+        self.baseline = std::sync::Arc::new(copied(y, "baseline outputs")?);
+        self.stage = Stage::Planning(self.planner_for(self.baseline.clone())?);
         Ok(())
     }
 
     /// The strategy's planner for these baseline outputs (rows NaN there are not traced).
     /// The payload planner asks at most [`Refine::allowance`] probes by default, or what the
     /// caller's budget leaves (three evaluations a probe when every probe is verified).
-    fn planner_for(&self, baseline: Vec<f64>) -> Result<Box<dyn Planner>> {
+    fn planner_for(&self, baseline: std::sync::Arc<Vec<f64>>) -> Result<Box<dyn Planner>> {
         let n = self.n;
         let cap = match self.cap() {
             _ if self.implicit_cap() => Refine::allowance(n),
