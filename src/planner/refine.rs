@@ -112,6 +112,10 @@ const BRANCH_BITS: u32 = 1;
 /// Marks a block as a row's probeable candidate (P) in the block lists of a step.
 const P_FLAG: u32 = 1 << 31;
 
+/// A row holding at least this many blocks, and half of all blocks, is left out of a coarse
+/// level's coloring (its square would dominate the coloring work).
+const WIDE_ROW_BLOCKS: usize = 64;
+
 /// The dense test looks at steps with at least this many blocks.
 const MIN_BLOCKS_FOR_DENSE_TEST: usize = 8;
 /// "Dense at this scale" (every block conflicts with every other and nearly all changed) is
@@ -554,10 +558,14 @@ impl Refine {
                 continue;
             }
             let len = k_idx.len() - start;
-            if !leaf && q >= DENSE_MIN && 4 * q >= 3 * len {
-                // Known dependencies in 3/4 of its blocks: dense at this scale. The row would
-                // make the coloring compress nothing; it is left out of it, and its P blocks
-                // are tested only where no Q block of its shares their probe (below).
+            let wide = len >= WIDE_ROW_BLOCKS && 2 * len >= nblocks;
+            if !leaf && ((q >= DENSE_MIN && 4 * q >= 3 * len) || wide) {
+                // Known dependencies in 3/4 of its blocks: dense at this scale. Or blocks in
+                // half of all blocks: the square of its length would outweigh the coloring of
+                // every other row (an arrowhead's dense row at n = 10^5 sent the whole trace to
+                // one probe per column). The row would make the coloring compress nothing; it
+                // is left out of it, and its P blocks are tested only where no Q block of its
+                // shares their probe (below).
                 k_idx.truncate(start);
                 push(&mut suspected, i as u32, "rows")?;
                 continue;
