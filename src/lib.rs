@@ -30,7 +30,10 @@
 //! **The result** is a [`Pattern`] (CSR, with a kind for every entry saying how it was found,
 //! and a [`TraceReport`]). [`coloring`] colors its columns so that columns sharing no row share
 //! a color, and [`jacobian`] evaluates compressed finite differences from that coloring:
-//! problem, algorithm, result and decompression kept apart. [`loader`] makes a function in a
+//! problem, algorithm, result and decompression kept apart. [`hessian`] differences a gradient
+//! routine with a star coloring and recovers the Hessian symmetrically; [`smoothing`] estimates
+//! the Jacobian of E[f(x + sigma eps)] for codes that branch, a regression per row of the
+//! pattern. [`loader`] makes a function in a
 //! shared library a [`BlackBox`]. [`ffi`] is the C ABI: conversions only.
 //!
 //! | where | what |
@@ -40,7 +43,8 @@
 //! | [`trace`](mod@trace) | options, the session, the check, sampled points, the journal |
 //! | [`driver`] | the black box traits, the run loop, executors, the contract guard, entry points |
 //! | [`pattern`] | the CSR result, its builder, Matrix Market files, SVG pictures |
-//! | [`coloring`], [`jacobian`] | column coloring; compressed differences and plans |
+//! | [`coloring`], [`jacobian`] | column (and star) coloring; compressed differences and plans |
+//! | [`hessian`], [`smoothing`] | sparse Hessians from a gradient; Jacobians of the Gaussian-smoothed f |
 //! | [`loader`] | functions in shared libraries |
 //! | [`ffi`] | the C ABI (`include/nanprop.h` is generated from it) |
 //! | [`error`], [`fpenv`], [`rng`] | errors; the floating-point environment; a seeded generator |
