@@ -6,15 +6,19 @@
 //! (a dense row of 10^4 columns: about a minute). Here the first 64 colors are one bit each in
 //! a word per column (8 bytes a column: what nearly every sparse pattern needs), and a column
 //! that sees a color from 64 up gets a bitset of its own, grown as colors appear (a column of
-//! a dense row of length L sees up to L colors: L / 8 bytes). Each question is O(1).
+//! a dense row of length L sees up to L colors: L / 8 bytes), found through a slot index made
+//! when the first such color appears (4 bytes a column; a hash map there cost a hash per
+//! question on patterns with hundreds of colors). Each question is O(1).
 
-use crate::error::{filled, Error, Result};
-use std::collections::HashMap;
+use crate::error::{filled, push, Error, Result};
 
 /// Which colors each column sees (see the module docs).
 pub(super) struct Seen {
     low: Vec<u64>,
-    high: HashMap<u32, Vec<u64>>,
+    /// Per column, its bitset of colors from 64 up in `high`, or `u32::MAX` (empty until a
+    /// color reaches 64).
+    slot: Vec<u32>,
+    high: Vec<Vec<u64>>,
 }
 
 impl Seen {
@@ -25,7 +29,8 @@ impl Seen {
     pub(super) fn new(n: usize) -> Result<Self> {
         Ok(Seen {
             low: filled(0, n, "colors seen")?,
-            high: HashMap::new(),
+            slot: Vec::new(),
+            high: Vec::new(),
         })
     }
 
@@ -41,10 +46,14 @@ impl Seen {
             return Ok(new);
         }
         let (word, bit) = ((c / 64 - 1) as usize, 1u64 << (c % 64));
-        self.high
-            .try_reserve(1)
-            .map_err(|_| Error::out_of_memory("colors seen", self.high.len() + 1))?;
-        let set = self.high.entry(w as u32).or_default();
+        if self.slot.is_empty() {
+            self.slot = filled(u32::MAX, self.low.len(), "color slots")?;
+        }
+        if self.slot[w] == u32::MAX {
+            self.slot[w] = self.high.len() as u32;
+            push(&mut self.high, Vec::new(), "colors seen")?;
+        }
+        let set = &mut self.high[self.slot[w] as usize];
         if set.len() <= word {
             let more = word + 1 - set.len();
             set.try_reserve(more)
