@@ -525,7 +525,7 @@ void nanprop_pattern_free(nanprop_pattern *p);
 
 /**
  * Coloring order: saturation, after the natural order when one row holds half the coloring
- * work; stops at the lower bound (default: a few greedy passes, and on the benchmark suite
+ * work or has at least 64 entries; stops at the lower bound (default: a few greedy passes, and on the benchmark suite
  * never more colors than ColPack's best order).
  */
 #define NANPROP_ORDER_AUTO 8

@@ -348,7 +348,7 @@ def coloring(
 
     p : a `Pattern`, or a SciPy sparse matrix / 2-D array whose nonzeros are the pattern.
     order : ``"auto"`` (default: saturation, after the natural order when one row holds half
-        the coloring work; a few greedy passes, stopping early at the longest row, which no
+        the coloring work or has at least 64 entries; a few greedy passes, stopping early at the longest row, which no
         coloring can beat), ``"best"`` (every order below, the fewest colors, about 15 passes)
         or one of ``"natural"``, ``"largest-first"``,
         ``"smallest-last"``, ``"incidence-degree"``, ``"dynamic-largest-first"``, ``"random"``,

@@ -18,9 +18,9 @@
 //! mesh it reaches the lower bound where every static order needs 20% more).
 //! [`Strategy::Auto`] (the default) costs a small multiple of one greedy pass: saturation
 //! alone, which on the benchmark suite never needs more colors than ColPack's best order and
-//! often fewer; when one row holds at least half the coloring work (a partially dense row),
-//! the natural order first, which usually reaches the lower bound there, so the costlier
-//! order never runs. [`Strategy::BestOf`] runs every order, keeps the fewest colors and stops
+//! often fewer; when one row holds at least half the coloring work (a partially dense row)
+//! or has at least 64 entries (long rows decide the count), the natural order first, which
+//! usually reaches the lower bound there, so the costlier order never runs. [`Strategy::BestOf`] runs every order, keeps the fewest colors and stops
 //! early at the lower bound (about 15 greedy passes: for a pattern colored once and used for
 //! many Jacobians). Either may be followed by *iterated greedy* recoloring (Culberson,
 //! [`ColoringOptions::recolor_iterations`], off by default), which recolors the columns class
@@ -118,7 +118,8 @@ impl Order {
 /// How to color.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {
-    /// Saturation, preceded by the natural order when one row holds half the coloring work;
+    /// Saturation, preceded by the natural order when one row holds half the coloring work or
+    /// has at least 64 entries;
     /// stops at the lower bound (see the module docs). The default.
     Auto,
     /// Every order, keeping the fewest colors; stops at the lower bound.
@@ -154,10 +155,20 @@ pub fn lower_bound(p: &Pattern) -> usize {
     p.max_row_nnz()
 }
 
-/// Whether one row holds at least half the coloring work (the sum over rows of the square of
-/// their lengths): a partially dense row, whose length the natural order usually reaches.
-fn dense_row_dominates(p: &Pattern) -> bool {
+/// Rows at least this long make the natural order go first: their colors decide the count,
+/// and the natural order usually reaches the longest (the LP-like pattern of the benchmark,
+/// 179 per row: every order at the lower bound).
+const LONG_ROW: usize = 64;
+
+/// Whether the natural order goes first: one row holds at least half the coloring work (the
+/// sum over rows of the square of their lengths: a partially dense row), or the longest row
+/// has at least [`LONG_ROW`] entries. The natural order usually reaches the longest row's
+/// length there, and then the costlier saturation never runs.
+fn natural_first(p: &Pattern) -> bool {
     let longest = p.max_row_nnz() as u128;
+    if longest >= LONG_ROW as u128 {
+        return true;
+    }
     let work: u128 = (0..p.rows()).map(|i| (p.row(i).len() as u128).pow(2)).sum();
     2 * longest * longest >= work
 }
@@ -206,7 +217,7 @@ pub fn color(p: &Pattern, options: &ColoringOptions) -> crate::error::Result<Col
     let orders: Vec<Order> = match options.strategy {
         Strategy::BestOf => Order::all(options.seed).to_vec(),
         Strategy::Only(o) => vec![o],
-        Strategy::Auto if dense_row_dominates(p) => vec![Order::Natural, Order::Saturation],
+        Strategy::Auto if natural_first(p) => vec![Order::Natural, Order::Saturation],
         Strategy::Auto => vec![Order::Saturation],
     };
     let mut best: Option<Coloring> = None;
@@ -288,6 +299,11 @@ mod tests {
         let c = color(&p, &ColoringOptions::default()).unwrap();
         assert_eq!((c.num_colors, c.order), (400, Order::Natural));
         assert!(check(&p, &c.colors, c.num_colors).is_ok());
+        // Long rows everywhere (blocks of 70, none dominating): the natural order first too,
+        // at the lower bound.
+        let blocks = synthetic::block_diagonal(2100, 70);
+        let c = color(&blocks, &ColoringOptions::default()).unwrap();
+        assert_eq!((c.num_colors, c.order), (70, Order::Natural));
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub const NANPROP_ORDER_RANDOM: u32 = 6;
 /// Coloring order: saturation (DSATUR): most distinct neighbouring colors first.
 pub const NANPROP_ORDER_SATURATION: u32 = 7;
 /// Coloring order: saturation, after the natural order when one row holds half the coloring
-/// work; stops at the lower bound (default: a few greedy passes, and on the benchmark suite
+/// work or has at least 64 entries; stops at the lower bound (default: a few greedy passes, and on the benchmark suite
 /// never more colors than ColPack's best order).
 pub const NANPROP_ORDER_AUTO: u32 = 8;
 

@@ -11,7 +11,8 @@ use std::time::Instant;
 pub(crate) struct ColorArgs {
     /// The pattern (Matrix Market coordinate file).
     pub(crate) file: PathBuf,
-    /// Order: auto (saturation, after the natural order when one row holds half the work),
+    /// Order: auto (saturation, after the natural order when one row holds half the work or
+    /// has at least 64 entries),
     /// best (every order), natural, largest-first, smallest-last, incidence-degree,
     /// dynamic-largest-first, random, saturation.
     #[arg(long, default_value = "auto")]
