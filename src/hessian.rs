@@ -63,7 +63,7 @@ impl HessianPlan {
         let n = s.cols();
         // The Jacobian plan checks the options (steps, dense size) on the symmetric pattern.
         let values_len = JacobianPlan::values_len_for(p, options)?;
-        let coloring = coloring::star(&s, &options.coloring)?;
+        let coloring = coloring::star_of_symmetric(&s, &options.coloring)?;
         let colors = &coloring.colors;
         let unique = RowColorCounts::new(&s, colors)?;
         // Where (i, j) is read: the color group, the gradient component and the stepped column.

@@ -288,19 +288,20 @@ fn colpack_helper() -> Option<std::path::PathBuf> {
     ok.then_some(exe)
 }
 
-/// ColPack's colors and seconds per ordering name, for pattern `p`.
-fn colpack_run(helper: &std::path::Path, p: &Pattern) -> Vec<(String, usize, f64)> {
-    use std::io::Write;
-    let file = std::env::temp_dir().join(format!("nanprop-pattern-{}.txt", std::process::id()));
+/// Runs the ColPack helper (with `mode` before the file, if any) on a temporary file that
+/// `write` fills; its lines "ORDERING colors seconds [more]" as (ordering, colors, seconds, the
+/// remaining words).
+fn colpack_lines(
+    helper: &std::path::Path,
+    mode: Option<&str>,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Vec<(String, usize, f64, Vec<String>)> {
+    let file = std::env::temp_dir().join(format!("nanprop-colpack-{}.txt", std::process::id()));
     let mut w = std::io::BufWriter::new(std::fs::File::create(&file).expect("temp file"));
-    writeln!(w, "{} {} {}", p.rows(), p.cols(), p.nnz()).unwrap();
-    for i in 0..p.rows() {
-        for &j in p.row(i) {
-            writeln!(w, "{i} {j}").unwrap();
-        }
-    }
+    write(&mut w).expect("write the pattern for ColPack");
     drop(w);
     let out = std::process::Command::new(helper)
+        .args(mode)
         .arg(&file)
         .output()
         .expect("run the ColPack helper");
@@ -313,9 +314,26 @@ fn colpack_run(helper: &std::path::Path, p: &Pattern) -> Vec<(String, usize, f64
                 f.first()?.to_string(),
                 f.get(1)?.parse().ok()?,
                 f.get(2)?.parse().ok()?,
+                f.iter().skip(3).map(|w| w.to_string()).collect(),
             ))
         })
         .collect()
+}
+
+/// ColPack's colors and seconds per ordering name, for pattern `p`.
+fn colpack_run(helper: &std::path::Path, p: &Pattern) -> Vec<(String, usize, f64)> {
+    colpack_lines(helper, None, |w| {
+        writeln!(w, "{} {} {}", p.rows(), p.cols(), p.nnz())?;
+        for i in 0..p.rows() {
+            for &j in p.row(i) {
+                writeln!(w, "{i} {j}")?;
+            }
+        }
+        Ok(())
+    })
+    .into_iter()
+    .map(|(order, colors, seconds, _)| (order, colors, seconds))
+    .collect()
 }
 
 /// The orders of the coloring tables, in their column order.

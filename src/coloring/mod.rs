@@ -38,8 +38,8 @@
 //! orders, stamp arrays for the forbidden colors; saturation adds a word per column and, for
 //! the columns that see more than 64 colors, a bit per color they see). No order costs more
 //! than that: saturation's question "is this color new to this column" is O(1) (`seen.rs`).
-//! Measured (`nanprop-bench --coloring`, random 5 per row, n = 10^6): the default 3.3-4.5x
-//! the natural order's time, where every order plus recoloring took 28-41x.
+//! Measured (`nanprop-bench --coloring`, random 5 per row, n = 10^6): the default 2.8-5.4x
+//! the natural order's time from run to run, where every order plus recoloring took 20-41x.
 //!
 //! # Result
 //!
@@ -59,6 +59,7 @@ mod seen;
 mod star;
 
 pub use result::Coloring;
+pub(crate) use star::star_of_symmetric;
 pub(crate) use star::RowColorCounts;
 pub use star::{check_star, star};
 

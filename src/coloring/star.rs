@@ -45,7 +45,7 @@
 //! hash map of (vertex, color) counts. A pass is then O(sum over v of degree(v) x colors) time
 //! and O(nnz + n) memory: a hub adjacent to every vertex (a global variable) costs no more than
 //! its own degree. Measured (`nanprop-bench --hessian`, n = 10^4, two runs): a grid with one global
-//! variable 22-56 ms for all six orders (ColPack 23-24 ms), an arrowhead 2-3 ms (ColPack 5 ms).
+//! variable 22-56 ms for all six orders (ColPack 23-41 ms), an arrowhead 2-4 ms (ColPack 5-7 ms).
 
 use super::graph::{first_free as first_free_color, Graph};
 use super::{Coloring, ColoringOptions, Order, Strategy};
@@ -61,9 +61,14 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// [`crate::ErrorKind::InvalidArgument`] for a pattern that is not square, or a saturation
 /// order; [`crate::ErrorKind::OutOfMemory`].
 pub fn star(p: &Pattern, options: &ColoringOptions) -> Result<Coloring> {
-    let s = p.symmetrized()?;
+    star_of_symmetric(&p.symmetrized()?, options)
+}
+
+/// [`star`] of a pattern that is already symmetric (A + A^T), as the Hessian plan holds it.
+pub(crate) fn star_of_symmetric(s: &Pattern, options: &ColoringOptions) -> Result<Coloring> {
     let n = s.cols();
-    let adj = Adjacency::new(&s)?;
+    let adj = Adjacency { s };
+    let edges = adj.edges();
     let orders: Vec<Order> =
         match options.strategy {
             Strategy::Auto | Strategy::BestOf => vec![
@@ -80,12 +85,7 @@ pub fn star(p: &Pattern, options: &ColoringOptions) -> Result<Coloring> {
             )),
             Strategy::Only(o) => vec![o],
         };
-    let lower = match (n, adj.edges()) {
-        (0, _) => 0,
-        (_, 0) => 1,
-        _ => 2,
-    };
-    if adj.edges() == 0 {
+    if edges == 0 {
         // A diagonal pattern: one color for all.
         return Ok(Coloring {
             colors: filled(0, n, "colors")?,
@@ -93,7 +93,9 @@ pub fn star(p: &Pattern, options: &ColoringOptions) -> Result<Coloring> {
             order: Order::Natural,
         });
     }
-    let incidence = adj.incidence()?;
+    // Any edge needs two colors: the lower bound the orders stop at.
+    let lower = 2;
+    let incidence = adj.incidence(edges)?;
     let mut g = Graph::new(&incidence)?;
     let mut best: Option<Coloring> = None;
     for order in orders {
@@ -117,7 +119,7 @@ pub fn star(p: &Pattern, options: &ColoringOptions) -> Result<Coloring> {
     // It needs at least the longest row's length (with the diagonal): only a star count above
     // that leaves it room.
     if best.num_colors > lower && best.num_colors > s.max_row_nnz() {
-        let column = super::color(&with_diagonal(&s)?, options)?;
+        let column = super::color(&with_diagonal(s)?, options)?;
         if column.num_colors < best.num_colors {
             best = column;
         }
@@ -186,11 +188,7 @@ struct Adjacency<'a> {
     s: &'a Pattern,
 }
 
-impl<'a> Adjacency<'a> {
-    fn new(s: &'a Pattern) -> Result<Self> {
-        Ok(Adjacency { s })
-    }
-
+impl Adjacency<'_> {
     fn neighbours(&self, v: usize) -> impl Iterator<Item = usize> + '_ {
         self.s
             .row(v)
@@ -209,8 +207,7 @@ impl<'a> Adjacency<'a> {
 
     /// The edge-vertex incidence pattern: a row {i, j} per edge i < j, so that two columns
     /// share a row exactly when they are adjacent (the column orders then work on this graph).
-    fn incidence(&self) -> Result<Pattern> {
-        let e = self.edges();
+    fn incidence(&self, e: usize) -> Result<Pattern> {
         let n = self.s.cols();
         let mut row_ptr = Vec::new();
         reserve(&mut row_ptr, e + 1, "incidence rows")?;

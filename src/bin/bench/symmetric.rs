@@ -53,40 +53,26 @@ fn cases() -> Vec<(String, Pattern)> {
 
 /// ColPack's star colorings (ordering, colors, seconds), each checked here.
 fn colpack_star(helper: &std::path::Path, p: &Pattern) -> Vec<(String, usize, f64, bool)> {
-    use std::io::Write;
-    let file = std::env::temp_dir().join(format!("nanprop-star-{}.mtx", std::process::id()));
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&file).expect("temp file"));
     let lower: usize = (0..p.rows())
         .map(|i| p.row(i).iter().filter(|&&j| j as usize <= i).count())
         .sum();
-    writeln!(w, "%%MatrixMarket matrix coordinate pattern symmetric").unwrap();
-    writeln!(w, "{} {} {lower}", p.rows(), p.cols()).unwrap();
-    for i in 0..p.rows() {
-        for &j in p.row(i).iter().filter(|&&j| j as usize <= i) {
-            writeln!(w, "{} {}", i + 1, j + 1).unwrap();
+    super::colpack_lines(helper, Some("star"), |w| {
+        writeln!(w, "%%MatrixMarket matrix coordinate pattern symmetric")?;
+        writeln!(w, "{} {} {lower}", p.rows(), p.cols())?;
+        for i in 0..p.rows() {
+            for &j in p.row(i).iter().filter(|&&j| j as usize <= i) {
+                writeln!(w, "{} {}", i + 1, j + 1)?;
+            }
         }
-    }
-    drop(w);
-    let out = std::process::Command::new(helper)
-        .arg("star")
-        .arg(&file)
-        .output()
-        .expect("run the ColPack helper");
-    let _ = std::fs::remove_file(&file);
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let colors: Vec<u32> = f.get(3..)?.iter().filter_map(|c| c.parse().ok()).collect();
-            let valid = colors.len() == p.cols() && check_star(p, &colors).ok()? == Ok(());
-            Some((
-                f.first()?.to_string(),
-                f.get(1)?.parse().ok()?,
-                f.get(2)?.parse().ok()?,
-                valid,
-            ))
-        })
-        .collect()
+        Ok(())
+    })
+    .into_iter()
+    .map(|(order, count, seconds, rest)| {
+        let colors: Vec<u32> = rest.iter().filter_map(|c| c.parse().ok()).collect();
+        let valid = colors.len() == p.cols() && check_star(p, &colors).is_ok_and(|r| r.is_ok());
+        (order, count, seconds, valid)
+    })
+    .collect()
 }
 
 pub(crate) fn table() {
