@@ -84,6 +84,7 @@ pub mod loader;
 pub mod pattern;
 pub mod planner;
 pub mod precision;
+mod prefetch;
 pub mod probe;
 pub mod rng;
 pub mod smoothing;

@@ -221,6 +221,31 @@ fn payload_is_sublinear_on_banded_patterns() {
     );
 }
 
+/// A black box whose NaNs come out with no payload (NAN_FACTS §1: the default NaN made
+/// inside) names no input: every probe only says "changed". Rows with no known dependency
+/// then spread their blocks over up to four probes per level (group testing), so a banded
+/// pattern still costs O(log n) evaluations, and memory stays O(nnz + n + m). Before, every
+/// block of a level went into one probe, every row kept every block (n = 3 x 10^5 ran out of
+/// 24 GB) and the trace fell back to one probe per column.
+#[test]
+fn payload_without_tags_stays_sublinear_on_banded_patterns() {
+    for (n, half) in [(20_000, 1), (5_000, 3)] {
+        let truth = synthetic::banded(n, half);
+        let what = format!("banded n = {n}, half-bandwidth {half}, no payloads");
+        let p = run(&truth, Strategy::Payload, Winner::Anonymous, 5);
+        assert_exact(&truth, &p, &what);
+        assert!(
+            p.report.evaluations < 120,
+            "{what}: {} evaluations",
+            p.report.evaluations
+        );
+    }
+    // Patterns where blind refining does not pay still end within the cap.
+    let truth = synthetic::random_sparse(2_000, 2_000, 5, 4);
+    let p = run(&truth, Strategy::Payload, Winner::Anonymous, 5);
+    assert_within_cap(&truth, &p, "random 5 per row, no payloads");
+}
+
 #[test]
 fn chunked_is_a_superset_and_exact_on_aligned_blocks() {
     for (name, truth) in families(7) {

@@ -42,6 +42,23 @@
 //! in the few colors holding its dependencies. After the step every surviving candidate block
 //! is split in two, halves without an unknown column are dropped, and the next level starts.
 //!
+//! *Blind* rows, with no known dependency among their blocks (no tag came back: a black box
+//! that makes its own NaNs and drops the payloads), have no Q block, so no hard conflict would
+//! ever separate their blocks: every block would share one probe, every row would keep every
+//! block, and the candidates would grow to m x n. For them a soft conflict also opens a new
+//! color, up to the cap (4 when no row has a known dependency): group testing, which halves a
+//! banded row's candidates at every level (tridiagonal n = 2 x 10^4 without payloads: 20016
+//! evaluations before, 56 now). Rows with a tag never count as blind, so traces with payloads
+//! are unchanged.
+//!
+//! The coloring is the hot loop on patterns without locality (each row's blocks are looked at
+//! once per block of the row). Two things keep it cheap: rows with the same list of blocks as
+//! the row before (a band's rows inside one block) share one list, weighted by their count,
+//! so the counts and the coloring are the ones every row apart would give; and each row keeps
+//! the colors its blocks took so far in one short contiguous list (the block list it no longer
+//! needs once transposed), so coloring a block reads one list per row instead of one scattered
+//! color per block of the row.
+//!
 //! # Termination and cost
 //!
 //! Levels run from one block of all n columns down to single columns: at most
@@ -94,18 +111,29 @@
 //!
 //! # Memory and time
 //!
-//! The state is O(nnz + m) (candidates and dependencies, CSR) plus O(n) per step; one step costs
-//! O(m + n + sum_i |K_i|^2), `K_i` being row `i`'s blocks, which is a small constant per row on
-//! sparse patterns: tridiagonal n = m = 10^6 takes about 1.6-2 s of library time and 141.5 MB
-//! (NaN tracing alone, `nanprop-bench`).
+//! The state is O(nnz + m) (candidates and dependencies, CSR; a candidate is its block and one
+//! word holding the probe that tests it and what that probe showed) plus O(n) per step; one
+//! step costs O(m + n + sum_i |K_i|^2), `K_i` being row `i`'s blocks, which is a small constant
+//! per row on sparse patterns. Every level passes over every row (a banded row keeps its band's
+//! block and that block's sibling at every level), and that per-row work, not the evaluations,
+//! is most of the library time at n = 10^6 (`nanprop-bench --scale`).
 
 use super::Planner;
 use crate::error::{collect, copied, filled, push, reserve, zero_bits, Error, Result};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
+use crate::prefetch::prefetch;
 use crate::probe::{Hit, Probe};
 use bitvec::prelude::*;
 
 const NONE: u32 = u32::MAX;
+
+/// A candidate's word (`Refine::cand_probe`): the probe of the current step that tests it in
+/// the low bits ([`UNTESTED`]: none), whether its row's output changed in that probe
+/// ([`HIT`]), and whether that change was seen only by verification ([`PERT`]).
+const HIT: u32 = 1 << 31;
+const PERT: u32 = 1 << 30;
+const PROBE: u32 = PERT - 1;
+const UNTESTED: u32 = PROBE;
 
 /// Each level splits a block into `2^BRANCH_BITS` blocks.
 const BRANCH_BITS: u32 = 1;
@@ -166,12 +194,9 @@ pub struct Refine {
     /// Candidate blocks per row at the current level: CSR, sorted per row.
     cand_ptr: Vec<usize>,
     cand_idx: Vec<u32>,
-    /// For each candidate entry: the probe of the current step that tests it, or `NONE`.
+    /// For each candidate entry: the probe of the current step that tests it, or `UNTESTED`,
+    /// and what that probe showed (`HIT`, `PERT`).
     cand_probe: Vec<u32>,
-    /// For each candidate entry: whether its row's output changed in the probe testing it.
-    cand_hit: BitVec,
-    /// For each candidate entry: whether that change was seen only by verification.
-    cand_pert: BitVec,
     /// Dependencies proven only by verification (kind [`EntryKind::Perturbation`]).
     pert_deps: Vec<(u32, u32)>,
     /// Probes told so far.
@@ -189,7 +214,7 @@ pub struct Refine {
     /// any step): near 1 means the pattern is dense at that scale.
     last_hit_rate: f64,
     /// Which probes of the current step were told.
-    told: BitVec,
+    told: Vec<bool>,
     /// In one-hot mode: the column of each probe, and which columns were told.
     onehot_cols: Vec<u32>,
     onehot_told: BitVec,
@@ -234,11 +259,9 @@ impl Refine {
             dep_ptr: filled(0, m + 1, "dependency pointers")?,
             dep_idx: Vec::new(),
             new_deps: Vec::new(),
-            cand_probe: filled(NONE, cand_idx.len(), "candidate probes")?,
+            cand_probe: filled(UNTESTED, cand_idx.len(), "candidate probes")?,
             cand_ptr,
             cand_idx,
-            cand_hit: BitVec::new(),
-            cand_pert: BitVec::new(),
             pert_deps: Vec::new(),
             last_hit_rate: 1.0,
             spent: 0,
@@ -247,7 +270,7 @@ impl Refine {
             asked: 0,
             dense: Vec::new(),
 
-            told: BitVec::new(),
+            told: Vec::new(),
             onehot_cols: Vec::new(),
             onehot_told: BitVec::new(),
             onehot_complete: true,
@@ -270,13 +293,6 @@ impl Refine {
         (start as u32, end as u32)
     }
 
-    /// Number of entries of the sorted slice `deps` in `[start, end)`.
-    fn count_in(deps: &[u32], start: u32, end: u32) -> usize {
-        let a = deps.partition_point(|&d| d < start);
-        let b = deps.partition_point(|&d| d < end);
-        b - a
-    }
-
     /// Applies the outcomes of the told probes of the current step: drops candidates proven
     /// zero, and at the finest level turns changed outputs into dependencies.
     fn absorb(&mut self) -> Result<()> {
@@ -290,18 +306,19 @@ impl Refine {
                     let (a, b) = (self.cand_ptr[i], self.cand_ptr[i + 1]);
                     self.cand_ptr[i] = ptr;
                     for e in a..b {
-                        let c = self.cand_probe[e];
-                        let keep = if c == NONE || !self.told[c as usize] {
+                        let v = self.cand_probe[e];
+                        let c = v & PROBE;
+                        let keep = if c == UNTESTED || !self.told[c as usize] {
                             true
                         } else {
                             tested += 1;
-                            if self.cand_hit[e] {
+                            if v & HIT != 0 {
                                 changed += 1;
                                 if leaf {
                                     // Alone among the row's blocks in its probe: proven.
                                     let dep = (i as u32, self.cand_idx[e]);
                                     push(&mut self.new_deps, dep, "dependencies")?;
-                                    if self.cand_pert[e] {
+                                    if v & PERT != 0 {
                                         push(&mut self.pert_deps, dep, "dependencies")?;
                                     }
                                 }
@@ -312,7 +329,7 @@ impl Refine {
                         };
                         if keep {
                             self.cand_idx[w] = self.cand_idx[e];
-                            self.cand_probe[w] = NONE;
+                            self.cand_probe[w] = UNTESTED;
                             w += 1;
                         }
                     }
@@ -321,8 +338,6 @@ impl Refine {
                 self.cand_ptr[self.m] = w;
                 self.cand_idx.truncate(w);
                 self.cand_probe.truncate(w);
-                self.cand_hit = zero_bits(w, "candidate outcomes")?;
-                self.cand_pert = zero_bits(w, "candidate outcomes")?;
                 if tested > 0 {
                     self.last_hit_rate = changed as f64 / tested as f64;
                 }
@@ -340,7 +355,8 @@ impl Refine {
     }
 
     /// Merges `new_deps` into the dependency CSR (sorted, distinct per row): one sort of the
-    /// new pairs and one merging pass, O(nnz + m + k log k) for k new pairs.
+    /// new pairs and one merging pass, O(nnz + m + k log k) for k new pairs. The rows between
+    /// two rows with new pairs are copied as one stretch.
     fn merge_deps(&mut self) -> Result<()> {
         if self.new_deps.is_empty() {
             return Ok(());
@@ -354,21 +370,29 @@ impl Refine {
         let mut ptr = Vec::new();
         reserve(&mut ptr, m + 1, "dependency pointers")?;
         ptr.push(0);
-        let mut k = 0;
-        for i in 0..m {
-            let old = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
+        // `done`: rows before it are in the new CSR; `shift`: entries added before row `done`.
+        let (mut done, mut shift, mut k) = (0usize, 0usize, 0usize);
+        while k < new.len() {
+            let i = new[k].0 as usize;
             let start = k;
             while k < new.len() && new[k].0 as usize == i {
                 k += 1;
             }
-            if start == k {
-                idx.extend_from_slice(old);
-            } else {
-                let added = new[start..k].iter().map(|&(_, j)| j);
-                merge_sorted_unique(old.iter().copied(), added, |j| idx.push(j));
-            }
+            // Rows done..i unchanged: one copy of their entries, their pointers shifted.
+            let (from, to) = (self.dep_ptr[done], self.dep_ptr[i]);
+            idx.extend_from_slice(&self.dep_idx[from..to]);
+            ptr.extend(self.dep_ptr[done + 1..=i].iter().map(|&p| p + shift));
+            let old = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
+            let added = new[start..k].iter().map(|&(_, j)| j);
+            let before = idx.len();
+            merge_sorted_unique(old.iter().copied(), added, |j| idx.push(j));
+            shift += idx.len() - before - old.len();
             ptr.push(idx.len());
+            done = i + 1;
         }
+        let from = self.dep_ptr[done];
+        idx.extend_from_slice(&self.dep_idx[from..]);
+        ptr.extend(self.dep_ptr[done + 1..=m].iter().map(|&p| p + shift));
         self.dep_ptr = ptr;
         self.dep_idx = idx;
         new.clear();
@@ -407,30 +431,53 @@ impl Refine {
             usize::MAX => usize::MAX,
             cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / DENSE_DIVISOR),
         };
+        // Per candidate of the row at hand: where its known dependencies start in the row's
+        // sorted list, and how many it holds (one merged walk, no search).
+        let mut held: Vec<(u32, u32)> = Vec::new();
         for i in 0..self.m {
             let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
             let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
+            if row.is_empty() {
+                ptr.push(idx.len());
+                continue;
+            }
             // The row's dependency lower bound: its known ones, plus the probes in which it
             // changed with no known one (each holds one more); and its blocks that hold a known
             // dependency or changed, of all its blocks.
             let (mut hit, mut unknown) = (0, 0);
             changed_in.clear();
+            held.clear();
+            if held.capacity() < row.len() {
+                reserve(&mut held, row.len(), "blocks of a row")?;
+            }
+            let mut d = 0;
             for e in row.clone() {
-                let c = self.cand_probe[e];
+                let v = self.cand_probe[e];
+                let c = v & PROBE;
                 let (start, end) = self.block_range(self.cand_idx[e], self.shift);
-                let known = Self::count_in(deps, start, end) > 0;
-                let tested = c != NONE && self.told[c as usize];
-                let changed = tested && self.cand_hit[e];
+                while d < deps.len() && deps[d] < start {
+                    d += 1;
+                }
+                let first = d;
+                while d < deps.len() && deps[d] < end {
+                    d += 1;
+                }
+                held.push((first as u32, (d - first) as u32)); // reserved above
+                let known = d > first;
+                let tested = c != UNTESTED && self.told[c as usize];
+                let changed = tested && v & HIT != 0;
                 if changed && !known {
                     push(&mut changed_in, c, "probes of a row")?;
                 }
                 hit += usize::from(changed || known);
                 if changed || !tested {
-                    unknown += (end - start) as usize - Self::count_in(deps, start, end);
+                    unknown += (end - start) as usize - (d - first);
                 }
             }
-            changed_in.sort_unstable();
-            changed_in.dedup();
+            if changed_in.len() > 1 {
+                changed_in.sort_unstable();
+                changed_in.dedup();
+            }
             let lower = deps.len() + changed_in.len();
             let blocks = row.len();
             let is_dense = (blocks >= DENSE_MIN_BLOCKS
@@ -440,11 +487,12 @@ impl Refine {
                 // Before the last two levels: the row's unknown columns would cost a quarter
                 // of what is left, about one probe each.
                 || (s <= 1 && deps.len() >= DENSE_MIN && unknown >= leaf_dense_at);
-            for e in row {
-                let c = self.cand_probe[e];
-                if c != NONE && self.told[c as usize] {
+            for (e, &(first, count)) in row.zip(&held) {
+                let v = self.cand_probe[e];
+                let c = v & PROBE;
+                if c != UNTESTED && self.told[c as usize] {
                     tested += 1;
-                    if !self.cand_hit[e] {
+                    if v & HIT == 0 {
                         continue; // unchanged: every column of the block is zero for row i
                     }
                     changed += 1;
@@ -456,14 +504,19 @@ impl Refine {
                     push(&mut self.dense, (i as u32, start, end), "dense rows")?;
                     continue;
                 }
+                let inside = &deps[first as usize..(first + count) as usize];
+                let mut d = 0;
                 for child in (b << bits)..((b + 1) << bits) {
                     if (child as u64) << s >= self.n as u64 {
                         break;
                     }
                     let (start, end) = self.block_range(child, s);
-                    // A block wider than the row's dependency count keeps an unknown column.
-                    let width = (end - start) as usize;
-                    if width > deps.len() || Self::count_in(deps, start, end) < width {
+                    let from = d;
+                    while d < inside.len() && inside[d] < end {
+                        d += 1;
+                    }
+                    // A block with fewer known dependencies than columns keeps an unknown one.
+                    if d - from < (end - start) as usize {
                         idx.push(child);
                     }
                 }
@@ -480,7 +533,7 @@ impl Refine {
         self.cand_idx = idx;
         // The old array goes before the new one is made: one of them at a time at the peak.
         self.cand_probe = Vec::new();
-        self.cand_probe = filled(NONE, self.cand_idx.len(), "candidate probes")?;
+        self.cand_probe = filled(UNTESTED, self.cand_idx.len(), "candidate probes")?;
         self.shift = s;
         Ok(())
     }
@@ -501,14 +554,23 @@ impl Refine {
         // id with the flag in its top bit. Blocks are aligned ranges, so block b holds column
         // d exactly when d >> shift == b, and one merge of the sorted candidates with the
         // sorted dependencies does it all.
-        let mut rows_with_probe = Vec::new();
-        reserve(&mut rows_with_probe, self.m, "rows")?;
+        //
+        // The lists' bounds, per row ordinal r (rows with a probeable candidate, in order): the
+        // start of its list in `lists[r].0`, with the top bit set when the row is *blind* (no
+        // known dependency among its blocks: no tag came back for it), and a fill position in
+        // `lists[r].1` (used by the coloring); its list ends where the next one starts (an
+        // extra last entry holds the end). u32 offsets: a k_idx longer than that falls back to
+        // one probe per column below.
+        let mut lists: Vec<(u32, u32)> = Vec::new();
+        reserve(&mut lists, self.m + 1, "block list bounds")?;
+        // Rows with the same list (consecutive in row order) share one: how many rows each
+        // list stands for. Conflicts are counted by weight, so the coloring is the one every
+        // row listed apart would give. `listed` is the length of all the rows' lists.
+        let mut weight: Vec<u32> = Vec::new();
+        reserve(&mut weight, self.m, "block list weights")?;
+        let mut listed = 0usize;
         // Rows dense at this scale: usually none.
         let mut suspected: Vec<u32> = Vec::new();
-        // u32 offsets: a k_idx longer than that falls back to one probe per column below.
-        let mut k_ptr: Vec<u32> = Vec::new();
-        reserve(&mut k_ptr, self.m + 1, "block list pointers")?;
-        k_ptr.push(0);
         let mut k_idx: Vec<u32> = Vec::new();
         reserve(
             &mut k_idx,
@@ -538,7 +600,7 @@ impl Refine {
                     d += 1;
                 }
                 if d < deps.len() && deps[d] >> shift == blk {
-                    self.cand_probe[e] = NONE; // holds a known dependency
+                    self.cand_probe[e] = UNTESTED; // holds a known dependency
                     push_q(&mut k_idx, blk);
                     while d < deps.len() && deps[d] >> shift == blk {
                         d += 1;
@@ -571,15 +633,35 @@ impl Refine {
                 push(&mut suspected, i as u32, "rows")?;
                 continue;
             }
-            rows_with_probe.push(i as u32);
-            k_ptr.push(k_idx.len() as u32);
-            let len = (k_idx.len() - start) as u64;
+            let len = k_idx.len() - start;
             max_q = max_q.max(q);
-            work += len * len;
+            work += (len * len) as u64;
+            listed += len;
+            let blind = if q == 0 { P_FLAG } else { 0 };
+            // The same list as the row before (a band's rows inside one block, at every level
+            // but the finest): one more row of weight for that list.
+            if let Some(&(prev, _)) = lists.last() {
+                let prev_start = (prev & !P_FLAG) as usize;
+                // Element by element: the lists are short, a memcmp call costs more.
+                let same = start - prev_start == len
+                    && (k_idx[prev_start..start].iter())
+                        .zip(&k_idx[start..])
+                        .all(|(a, b)| a == b);
+                if prev & P_FLAG == blind && same {
+                    k_idx.truncate(start);
+                    *weight.last_mut().unwrap() += 1;
+                    continue;
+                }
+            }
+            lists.push((start as u32 | blind, start as u32));
+            weight.push(1u32);
         }
-        if rows_with_probe.is_empty() && suspected.is_empty() {
+        if lists.is_empty() && suspected.is_empty() {
             return Ok(None);
         }
+        let rows = lists.len();
+        lists.push((k_idx.len() as u32, k_idx.len() as u32));
+        let start_of = |lists: &[(u32, u32)], r: usize| (lists[r].0 & !P_FLAG) as usize;
         let unknown_cols: usize = (0..nblocks)
             .filter(|&b| is_cand[b])
             .map(|b| {
@@ -588,12 +670,12 @@ impl Refine {
             })
             .sum();
         drop(is_cand);
-        let work_limit = 64 * (k_idx.len() as u64) + 10_000_000;
-        if work > work_limit || nblocks > P_FLAG as usize || k_idx.len() > u32::MAX as usize {
+        let work_limit = 64 * (listed as u64) + 10_000_000;
+        if work > work_limit || nblocks > P_FLAG as usize || k_idx.len() >= P_FLAG as usize {
             return Ok(Some(self.start_onehot()?));
         }
 
-        // Transpose: for each block, the rows (ordinals in rows_with_probe) that hold it, with
+        // Transpose: for each block, the rows (ordinals) that hold it, with
         // the block's P/Q flag for that row in the top bit.
         // Counting sort without a second pointer array: t_ptr[b] counts, then holds the end of
         // block b's list, and filling from the back moves it to the start.
@@ -605,8 +687,11 @@ impl Refine {
             t_ptr[b] += t_ptr[b - 1];
         }
         let mut t_idx = filled(0u32, k_idx.len(), "rows of blocks")?;
-        for r in (0..rows_with_probe.len()).rev() {
-            for &b in k_idx[k_ptr[r] as usize..k_ptr[r + 1] as usize].iter().rev() {
+        for r in (0..rows).rev() {
+            for &b in k_idx[start_of(&lists, r)..start_of(&lists, r + 1)]
+                .iter()
+                .rev()
+            {
                 let slot = &mut t_ptr[(b & !P_FLAG) as usize];
                 *slot -= 1;
                 t_idx[*slot as usize] = r as u32 | (b & P_FLAG);
@@ -626,50 +711,54 @@ impl Refine {
             (2 * max_q + 2).max(4)
         };
         let mut color = filled(NONE, nblocks, "block colors")?;
-        let (mut stamp, mut hard, mut soft): (Vec<u32>, Vec<u32>, Vec<u32>) =
-            (vec![], vec![], vec![]);
+        // What a block's rows already hold: row r's colored blocks so far, as color | P flag,
+        // in its list up to its fill position (its block ids are no longer read once
+        // transposed). Coloring block b reads one short contiguous list per row of b instead of
+        // looking up the color of each of the row's blocks, scattered over the color array;
+        // then appends b's color to each of those lists. The start and fill of a row sit side
+        // by side: one cache line serves both.
+        let mut seen = k_idx;
+        let mut palette = Palette::default();
         for b in (0..nblocks).filter(|&b| probed[b]) {
             let mark = b as u32;
-            for &t in &t_idx[t_ptr[b] as usize..t_ptr[b + 1] as usize] {
+            let rows_b = &t_idx[t_ptr[b] as usize..t_ptr[b + 1] as usize];
+            for (k, &t) in rows_b.iter().enumerate() {
+                // The rows come in scattered order on patterns without locality: ask for the
+                // bounds of a row eight ahead and the list of a row four ahead.
+                if let Some(&ahead) = rows_b.get(k + 8) {
+                    prefetch(&lists, (ahead & !P_FLAG) as usize);
+                }
+                if let Some(&ahead) = rows_b.get(k + 4) {
+                    prefetch(
+                        &seen,
+                        (lists[(ahead & !P_FLAG) as usize].0 & !P_FLAG) as usize,
+                    );
+                }
                 let (r, b_is_p) = ((t & !P_FLAG) as usize, t & P_FLAG != 0);
-                for &u in &k_idx[k_ptr[r] as usize..k_ptr[r + 1] as usize] {
-                    let c = color[(u & !P_FLAG) as usize];
-                    if c == NONE {
-                        continue;
-                    }
-                    let c = c as usize;
-                    if stamp[c] != mark {
-                        (stamp[c], hard[c], soft[c]) = (mark, 0, 0);
-                    }
+                let (start, end) = lists[r];
+                let blind = start & P_FLAG != 0;
+                let w = weight[r];
+                for &u in &seen[(start & !P_FLAG) as usize..end as usize] {
+                    let c = (u & !P_FLAG) as usize;
                     match (b_is_p, u & P_FLAG != 0) {
-                        (true, false) | (false, true) => hard[c] += 1,
-                        (true, true) if leaf => hard[c] += 1,
-                        (true, true) => soft[c] += 1,
+                        (true, false) | (false, true) => palette.count(c, mark).0 += w,
+                        (true, true) if leaf => palette.count(c, mark).0 += w,
+                        (true, true) if blind => palette.count(c, mark).1 += w,
+                        (true, true) => palette.count(c, mark).2 += w,
                         (false, false) => {}
                     }
                 }
             }
-            let cost = |c: usize| {
-                if stamp[c] == mark {
-                    (hard[c], soft[c])
-                } else {
-                    (0, 0)
-                }
-            };
-            let best = (0..stamp.len()).min_by_key(|&c| cost(c));
-            let c = match best {
-                Some(c) if cost(c).0 == 0 || stamp.len() >= cap => c,
-                _ => {
-                    push(&mut stamp, NONE, "colors")?;
-                    push(&mut hard, 0, "colors")?;
-                    push(&mut soft, 0, "colors")?;
-                    stamp.len() - 1
-                }
-            };
-            color[b] = c as u32;
+            let c = palette.choose(mark, cap)?;
+            color[b] = c;
+            for &t in rows_b {
+                let end = &mut lists[(t & !P_FLAG) as usize].1;
+                seen[*end as usize] = c | (t & P_FLAG);
+                *end += 1;
+            }
         }
-        let colors = stamp.len();
-        drop((t_ptr, t_idx, k_ptr, k_idx));
+        let colors = palette.len();
+        drop((t_ptr, t_idx, lists, seen, weight));
 
         // Dense at this scale: the coloring compresses nothing and the last step's tested
         // candidates nearly all changed. Refining further would cost more than one probe per
@@ -690,7 +779,9 @@ impl Refine {
         let over_allowance = (onehot_fits
             && self.spent + colors > unknown_cols / SPEND_DIVISOR + slack)
             || colors > left;
-        if (leaf && (colors >= unknown_cols || colors > left))
+        // Probe numbers must fit a candidate's word below its flags.
+        if colors >= UNTESTED as usize
+            || (leaf && (colors >= unknown_cols || colors > left))
             || (!leaf && (dense || over_allowance))
         {
             return Ok(Some(self.start_onehot()?));
@@ -706,7 +797,7 @@ impl Refine {
             class.extend(s..e);
         }
         for e in 0..self.cand_idx.len() {
-            if self.cand_probe[e] != NONE {
+            if self.cand_probe[e] != UNTESTED {
                 self.cand_probe[e] = color[self.cand_idx[e] as usize];
             }
         }
@@ -725,14 +816,12 @@ impl Refine {
             q_colors.sort_unstable();
             for e in self.cand_ptr[i]..self.cand_ptr[i + 1] {
                 let c = self.cand_probe[e];
-                if c != NONE && q_colors.binary_search(&c).is_ok() {
-                    self.cand_probe[e] = NONE;
+                if c != UNTESTED && q_colors.binary_search(&c).is_ok() {
+                    self.cand_probe[e] = UNTESTED;
                 }
             }
         }
-        self.cand_hit = zero_bits(self.cand_idx.len(), "candidate outcomes")?;
-        self.cand_pert = zero_bits(self.cand_idx.len(), "candidate outcomes")?;
-        self.told = zero_bits(colors, "probes told")?;
+        self.told = filled(false, colors, "probes told")?;
         let n = self.n;
         Ok(Some(collect(
             cols.into_iter().map(|c| Probe::new(c, n)),
@@ -772,10 +861,10 @@ impl Refine {
             cols.sort_unstable();
         }
         self.asked += cols.len();
-        self.cand_probe.iter_mut().for_each(|c| *c = NONE);
+        self.cand_probe.iter_mut().for_each(|c| *c = UNTESTED);
         self.mode = Mode::OneHot;
         self.onehot_told = zero_bits(self.n, "columns told")?;
-        self.told = zero_bits(cols.len(), "probes told")?;
+        self.told = filled(false, cols.len(), "probes told")?;
         let n = self.n;
         let mut probes = Vec::new();
         reserve(&mut probes, cols.len(), "one-hot probes")?;
@@ -784,6 +873,49 @@ impl Refine {
         }
         self.onehot_cols = cols;
         Ok(probes)
+    }
+}
+
+/// The colors of one level's coloring and, for the block being colored, the conflicts each
+/// color has with it: (hard, blind soft, soft). A color's counts are valid for the block whose
+/// mark they carry, so nothing is cleared between blocks.
+#[derive(Default)]
+struct Palette {
+    stamp: Vec<u32>,
+    counts: Vec<(u32, u32, u32)>,
+}
+
+impl Palette {
+    fn len(&self) -> usize {
+        self.stamp.len()
+    }
+
+    /// The conflict counts of color `c` for the block marked `mark`.
+    fn count(&mut self, c: usize, mark: u32) -> &mut (u32, u32, u32) {
+        if self.stamp[c] != mark {
+            self.stamp[c] = mark;
+            self.counts[c] = (0, 0, 0);
+        }
+        &mut self.counts[c]
+    }
+
+    /// The color for the block marked `mark`: the one with the fewest (hard, blind soft, soft)
+    /// conflicts when it has neither hard nor blind soft ones, or the palette holds `cap`
+    /// colors already; otherwise a new color.
+    fn choose(&mut self, mark: u32, cap: usize) -> Result<u32> {
+        let cost = |c: usize| match self.stamp[c] == mark {
+            true => self.counts[c],
+            false => (0, 0, 0),
+        };
+        let best = (0..self.stamp.len()).min_by_key(|&c| cost(c));
+        Ok(match best {
+            Some(c) if (cost(c).0 == 0 && cost(c).1 == 0) || self.stamp.len() >= cap => c as u32,
+            _ => {
+                push(&mut self.stamp, NONE, "colors")?;
+                push(&mut self.counts, (0, 0, 0), "colors")?;
+                (self.stamp.len() - 1) as u32
+            }
+        })
     }
 }
 
@@ -846,12 +978,11 @@ impl Planner for Refine {
     }
 
     fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> Result<usize> {
-        self.told.set(k, true);
+        self.told[k] = true;
         self.spent += 1;
         let mode = self.mode;
         let (new_deps, pert_deps) = (&mut self.new_deps, &mut self.pert_deps);
-        let (cand_hit, cand_pert) = (&mut self.cand_hit, &mut self.cand_pert);
-        let (cand_ptr, cand_probe) = (&self.cand_ptr, &self.cand_probe);
+        let (cand_ptr, cand_probe) = (&self.cand_ptr, &mut self.cand_probe);
         let (dep_ptr, dep_idx) = (&self.dep_ptr, &self.dep_idx);
         let mut room = true;
         let via_float = probe.observe(&self.baseline, y, perturbed, |i, hit| match mode {
@@ -869,13 +1000,13 @@ impl Planner for Refine {
                         room &= push(new_deps, (i, j), "dependencies").is_ok();
                     }
                 }
-                let start = cand_ptr[i as usize];
-                let row = &cand_probe[start..cand_ptr[i as usize + 1]];
-                for (e, _) in row.iter().enumerate().filter(|(_, &c)| c == k as u32) {
-                    cand_hit.set(start + e, true);
-                    if hit == Hit::Perturbed {
-                        cand_pert.set(start + e, true);
-                    }
+                let mark = match hit {
+                    Hit::Perturbed => HIT | PERT,
+                    _ => HIT,
+                };
+                let row = &mut cand_probe[cand_ptr[i as usize]..cand_ptr[i as usize + 1]];
+                for v in row.iter_mut().filter(|v| **v & PROBE == k as u32) {
+                    *v |= mark;
                 }
             }
         });
@@ -906,7 +1037,8 @@ impl Planner for Refine {
             }
             _ => (0..self.m).any(|i| {
                 unchanged(i)
-                    && self.cand_probe[self.cand_ptr[i]..self.cand_ptr[i + 1]].contains(&(k as u32))
+                    && (self.cand_probe[self.cand_ptr[i]..self.cand_ptr[i + 1]].iter())
+                        .any(|&v| v & PROBE == k as u32)
             }),
         }
     }
