@@ -48,7 +48,7 @@
 //! block, and the candidates would grow to m x n. For them a soft conflict also opens a new
 //! color, up to the cap (4 when no row has a known dependency): group testing, which halves a
 //! banded row's candidates at every level (tridiagonal n = 2 x 10^4 without payloads: 20016
-//! evaluations before, 56 now). Rows with a tag never count as blind, so traces with payloads
+//! evaluations before, 59 now). Rows with a tag never count as blind, so traces with payloads
 //! are unchanged.
 //!
 //! The coloring is the hot loop on patterns without locality (each row's blocks are looked at
