@@ -383,9 +383,13 @@ impl Refine {
             idx.extend_from_slice(&self.dep_idx[from..to]);
             ptr.extend(self.dep_ptr[done + 1..=i].iter().map(|&p| p + shift));
             let old = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
-            let added = new[start..k].iter().map(|&(_, j)| j);
+            let added = &new[start..k]; // sorted, distinct
             let before = idx.len();
-            merge_sorted_unique(old.iter().copied(), added, |j| idx.push(j));
+            if old.is_empty() {
+                idx.extend(added.iter().map(|&(_, j)| j));
+            } else {
+                merge_sorted_unique(old, added, |j| idx.push(j));
+            }
             shift += idx.len() - before - old.len();
             ptr.push(idx.len());
             done = i + 1;
@@ -438,6 +442,42 @@ impl Refine {
             let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
             let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
             if row.is_empty() {
+                ptr.push(idx.len());
+                continue;
+            }
+            if deps.len() < DENSE_MIN {
+                // Never recognised dense (that takes DENSE_MIN known dependencies): the split
+                // alone, in one pass.
+                let mut d = 0;
+                for e in row {
+                    let v = self.cand_probe[e];
+                    let c = v & PROBE;
+                    if c != UNTESTED && self.told[c as usize] {
+                        tested += 1;
+                        if v & HIT == 0 {
+                            continue; // unchanged: every column of the block is zero for row i
+                        }
+                        changed += 1;
+                    }
+                    let b = self.cand_idx[e];
+                    for child in (b << bits)..((b + 1) << bits) {
+                        if (child as u64) << s >= self.n as u64 {
+                            break;
+                        }
+                        let (start, end) = self.block_range(child, s);
+                        while d < deps.len() && deps[d] < start {
+                            d += 1;
+                        }
+                        let from = d;
+                        while d < deps.len() && deps[d] < end {
+                            d += 1;
+                        }
+                        // Fewer known dependencies than columns: an unknown column is left.
+                        if d - from < (end - start) as usize {
+                            idx.push(child);
+                        }
+                    }
+                }
                 ptr.push(idx.len());
                 continue;
             }
@@ -561,13 +601,12 @@ impl Refine {
         // `lists[r].1` (used by the coloring); its list ends where the next one starts (an
         // extra last entry holds the end). u32 offsets: a k_idx longer than that falls back to
         // one probe per column below.
-        let mut lists: Vec<(u32, u32)> = Vec::new();
+        //
+        // Rows with the same list (consecutive in row order) share one: `lists[r].2` is how
+        // many rows list r stands for. Conflicts are counted by weight, so the coloring is the
+        // one every row listed apart would give. `listed` is the length of all the rows' lists.
+        let mut lists: Vec<(u32, u32, u32)> = Vec::new();
         reserve(&mut lists, self.m + 1, "block list bounds")?;
-        // Rows with the same list (consecutive in row order) share one: how many rows each
-        // list stands for. Conflicts are counted by weight, so the coloring is the one every
-        // row listed apart would give. `listed` is the length of all the rows' lists.
-        let mut weight: Vec<u32> = Vec::new();
-        reserve(&mut weight, self.m, "block list weights")?;
         let mut listed = 0usize;
         // Rows dense at this scale: usually none.
         let mut suspected: Vec<u32> = Vec::new();
@@ -640,7 +679,7 @@ impl Refine {
             let blind = if q == 0 { P_FLAG } else { 0 };
             // The same list as the row before (a band's rows inside one block, at every level
             // but the finest): one more row of weight for that list.
-            if let Some(&(prev, _)) = lists.last() {
+            if let Some(&(prev, _, _)) = lists.last() {
                 let prev_start = (prev & !P_FLAG) as usize;
                 // Element by element: the lists are short, a memcmp call costs more.
                 let same = start - prev_start == len
@@ -649,19 +688,18 @@ impl Refine {
                         .all(|(a, b)| a == b);
                 if prev & P_FLAG == blind && same {
                     k_idx.truncate(start);
-                    *weight.last_mut().unwrap() += 1;
+                    lists.last_mut().unwrap().2 += 1;
                     continue;
                 }
             }
-            lists.push((start as u32 | blind, start as u32));
-            weight.push(1u32);
+            lists.push((start as u32 | blind, start as u32, 1));
         }
         if lists.is_empty() && suspected.is_empty() {
             return Ok(None);
         }
         let rows = lists.len();
-        lists.push((k_idx.len() as u32, k_idx.len() as u32));
-        let start_of = |lists: &[(u32, u32)], r: usize| (lists[r].0 & !P_FLAG) as usize;
+        lists.push((k_idx.len() as u32, k_idx.len() as u32, 0));
+        let start_of = |lists: &[(u32, u32, u32)], r: usize| (lists[r].0 & !P_FLAG) as usize;
         let unknown_cols: usize = (0..nblocks)
             .filter(|&b| is_cand[b])
             .map(|b| {
@@ -720,7 +758,6 @@ impl Refine {
         let mut seen = k_idx;
         let mut palette = Palette::default();
         for b in (0..nblocks).filter(|&b| probed[b]) {
-            let mark = b as u32;
             let rows_b = &t_idx[t_ptr[b] as usize..t_ptr[b + 1] as usize];
             for (k, &t) in rows_b.iter().enumerate() {
                 // The rows come in scattered order on patterns without locality: ask for the
@@ -735,21 +772,20 @@ impl Refine {
                     );
                 }
                 let (r, b_is_p) = ((t & !P_FLAG) as usize, t & P_FLAG != 0);
-                let (start, end) = lists[r];
+                let (start, end, w) = lists[r];
                 let blind = start & P_FLAG != 0;
-                let w = weight[r];
                 for &u in &seen[(start & !P_FLAG) as usize..end as usize] {
                     let c = (u & !P_FLAG) as usize;
                     match (b_is_p, u & P_FLAG != 0) {
-                        (true, false) | (false, true) => palette.count(c, mark).0 += w,
-                        (true, true) if leaf => palette.count(c, mark).0 += w,
-                        (true, true) if blind => palette.count(c, mark).1 += w,
-                        (true, true) => palette.count(c, mark).2 += w,
+                        (true, false) | (false, true) => palette.counts[c].0 += w,
+                        (true, true) if leaf => palette.counts[c].0 += w,
+                        (true, true) if blind => palette.counts[c].1 += w,
+                        (true, true) => palette.counts[c].2 += w,
                         (false, false) => {}
                     }
                 }
             }
-            let c = palette.choose(mark, cap)?;
+            let c = palette.choose(cap)?;
             color[b] = c;
             for &t in rows_b {
                 let end = &mut lists[(t & !P_FLAG) as usize].1;
@@ -758,7 +794,7 @@ impl Refine {
             }
         }
         let colors = palette.len();
-        drop((t_ptr, t_idx, lists, seen, weight));
+        drop((t_ptr, t_idx, lists, seen));
 
         // Dense at this scale: the coloring compresses nothing and the last step's tested
         // candidates nearly all changed. Refining further would cost more than one probe per
@@ -877,68 +913,51 @@ impl Refine {
 }
 
 /// The colors of one level's coloring and, for the block being colored, the conflicts each
-/// color has with it: (hard, blind soft, soft). A color's counts are valid for the block whose
-/// mark they carry, so nothing is cleared between blocks.
+/// color has with it: (hard, blind soft, soft), counted into `counts` and cleared by
+/// [`Palette::choose`].
 #[derive(Default)]
 struct Palette {
-    stamp: Vec<u32>,
     counts: Vec<(u32, u32, u32)>,
 }
 
 impl Palette {
     fn len(&self) -> usize {
-        self.stamp.len()
+        self.counts.len()
     }
 
-    /// The conflict counts of color `c` for the block marked `mark`.
-    fn count(&mut self, c: usize, mark: u32) -> &mut (u32, u32, u32) {
-        if self.stamp[c] != mark {
-            self.stamp[c] = mark;
-            self.counts[c] = (0, 0, 0);
-        }
-        &mut self.counts[c]
-    }
-
-    /// The color for the block marked `mark`: the one with the fewest (hard, blind soft, soft)
-    /// conflicts when it has neither hard nor blind soft ones, or the palette holds `cap`
-    /// colors already; otherwise a new color.
-    fn choose(&mut self, mark: u32, cap: usize) -> Result<u32> {
-        let cost = |c: usize| match self.stamp[c] == mark {
-            true => self.counts[c],
-            false => (0, 0, 0),
-        };
-        let best = (0..self.stamp.len()).min_by_key(|&c| cost(c));
-        Ok(match best {
-            Some(c) if (cost(c).0 == 0 && cost(c).1 == 0) || self.stamp.len() >= cap => c as u32,
+    /// The color for the block whose conflicts were counted: the one with the fewest (hard,
+    /// blind soft, soft) conflicts when it has neither hard nor blind soft ones, or the palette
+    /// holds `cap` colors already; otherwise a new color. Clears the counts for the next block.
+    fn choose(&mut self, cap: usize) -> Result<u32> {
+        let best = (0..self.counts.len()).min_by_key(|&c| self.counts[c]);
+        let c = match best {
+            Some(c) if (self.counts[c].0 == 0 && self.counts[c].1 == 0) || self.len() >= cap => c,
             _ => {
-                push(&mut self.stamp, NONE, "colors")?;
                 push(&mut self.counts, (0, 0, 0), "colors")?;
-                (self.stamp.len() - 1) as u32
+                self.len() - 1
             }
-        })
+        };
+        self.counts.iter_mut().for_each(|k| *k = (0, 0, 0));
+        Ok(c as u32)
     }
 }
 
-/// Calls `f` on the sorted union of two sorted (nondecreasing) sequences, each value once.
-fn merge_sorted_unique<T: Copy + Ord>(
-    a: impl Iterator<Item = T>,
-    b: impl Iterator<Item = T>,
-    mut f: impl FnMut(T),
-) {
-    let mut a = a.peekable();
-    let mut b = b.peekable();
+/// Calls `f` on the sorted union of a row's known dependencies (`old`, sorted, distinct) and
+/// its new ones (`added`, sorted by column), each column once.
+fn merge_sorted_unique(old: &[u32], added: &[(u32, u32)], mut f: impl FnMut(u32)) {
+    let (mut a, mut b) = (0, 0);
     let mut last = None;
-    loop {
-        let v = match (a.peek(), b.peek()) {
-            (Some(&x), Some(&y)) if x <= y => a.next(),
-            (Some(_), Some(_)) => b.next(),
-            (Some(_), None) => a.next(),
-            (None, Some(_)) => b.next(),
-            (None, None) => break,
+    while a < old.len() || b < added.len() {
+        let v = if b == added.len() || (a < old.len() && old[a] <= added[b].1) {
+            a += 1;
+            old[a - 1]
+        } else {
+            b += 1;
+            added[b - 1].1
         };
-        if v != last {
-            f(v.unwrap());
-            last = v;
+        if last != Some(v) {
+            f(v);
+            last = Some(v);
         }
     }
 }
