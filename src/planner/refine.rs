@@ -761,11 +761,11 @@ impl Refine {
             let rows_b = &t_idx[t_ptr[b] as usize..t_ptr[b + 1] as usize];
             for (k, &t) in rows_b.iter().enumerate() {
                 // The rows come in scattered order on patterns without locality: ask for the
-                // bounds of a row eight ahead and the list of a row four ahead.
-                if let Some(&ahead) = rows_b.get(k + 8) {
+                // bounds of a row sixteen ahead and the list of a row eight ahead.
+                if let Some(&ahead) = rows_b.get(k + 16) {
                     prefetch(&lists, (ahead & !P_FLAG) as usize);
                 }
-                if let Some(&ahead) = rows_b.get(k + 4) {
+                if let Some(&ahead) = rows_b.get(k + 8) {
                     prefetch(
                         &seen,
                         (lists[(ahead & !P_FLAG) as usize].0 & !P_FLAG) as usize,
