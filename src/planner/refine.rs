@@ -56,8 +56,9 @@
 //! the row before (a band's rows inside one block) share one list, weighted by their count,
 //! so the counts and the coloring are the ones every row apart would give; and each row keeps
 //! the colors its blocks took so far in one short contiguous list (the block list it no longer
-//! needs once transposed), so coloring a block reads one list per row instead of one scattered
-//! color per block of the row.
+//! needs once transposed), with its bounds and weight in one entry, and the entries and lists
+//! of the rows a few ahead are prefetched, so coloring a block reads one list per row instead of
+//! one scattered color per block of the row.
 //!
 //! # Termination and cost
 //!
