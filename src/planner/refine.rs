@@ -294,6 +294,30 @@ impl Refine {
         (start as u32, end as u32)
     }
 
+    /// Pushes onto `idx` the children of block `b` (at the current level) at level `s` that
+    /// keep an unknown column: fewer known dependencies than columns. `deps` are the row's
+    /// known dependencies from the cursor `d` on (sorted), and `d` moves past the block.
+    #[inline]
+    fn split_into(&self, b: u32, s: u32, deps: &[u32], d: &mut usize, idx: &mut Vec<u32>) {
+        let bits = self.shift - s;
+        for child in (b << bits)..((b + 1) << bits) {
+            if (child as u64) << s >= self.n as u64 {
+                break;
+            }
+            let (start, end) = self.block_range(child, s);
+            while *d < deps.len() && deps[*d] < start {
+                *d += 1;
+            }
+            let from = *d;
+            while *d < deps.len() && deps[*d] < end {
+                *d += 1;
+            }
+            if *d - from < (end - start) as usize {
+                idx.push(child); // reserved by the caller for every block splitting
+            }
+        }
+    }
+
     /// Applies the outcomes of the told probes of the current step: drops candidates proven
     /// zero, and at the finest level turns changed outputs into dependencies.
     fn absorb(&mut self) -> Result<()> {
@@ -460,24 +484,7 @@ impl Refine {
                         }
                         changed += 1;
                     }
-                    let b = self.cand_idx[e];
-                    for child in (b << bits)..((b + 1) << bits) {
-                        if (child as u64) << s >= self.n as u64 {
-                            break;
-                        }
-                        let (start, end) = self.block_range(child, s);
-                        while d < deps.len() && deps[d] < start {
-                            d += 1;
-                        }
-                        let from = d;
-                        while d < deps.len() && deps[d] < end {
-                            d += 1;
-                        }
-                        // Fewer known dependencies than columns: an unknown column is left.
-                        if d - from < (end - start) as usize {
-                            idx.push(child);
-                        }
-                    }
+                    self.split_into(self.cand_idx[e], s, deps, &mut d, &mut idx);
                 }
                 ptr.push(idx.len());
                 continue;
@@ -546,21 +553,7 @@ impl Refine {
                     continue;
                 }
                 let inside = &deps[first as usize..(first + count) as usize];
-                let mut d = 0;
-                for child in (b << bits)..((b + 1) << bits) {
-                    if (child as u64) << s >= self.n as u64 {
-                        break;
-                    }
-                    let (start, end) = self.block_range(child, s);
-                    let from = d;
-                    while d < inside.len() && inside[d] < end {
-                        d += 1;
-                    }
-                    // A block with fewer known dependencies than columns keeps an unknown one.
-                    if d - from < (end - start) as usize {
-                        idx.push(child);
-                    }
-                }
+                self.split_into(b, s, inside, &mut 0, &mut idx);
             }
             ptr.push(idx.len());
         }
