@@ -318,6 +318,60 @@ impl Refine {
         }
     }
 
+    /// Whether the row with known dependencies `deps` and candidate entries `row` is
+    /// recognised dense at the end of this step (module docs), `s` being the next level and
+    /// `(dense_at, leaf_dense_at)` the thresholds the cap leaves. `changed_in` is scratch.
+    fn recognised_dense(
+        &self,
+        deps: &[u32],
+        row: std::ops::Range<usize>,
+        s: u32,
+        (dense_at, leaf_dense_at): (usize, usize),
+        changed_in: &mut Vec<u32>,
+    ) -> Result<bool> {
+        // The row's dependency lower bound: its known ones, plus the probes in which it
+        // changed with no known one (each holds one more); and its blocks that hold a known
+        // dependency or changed, of all its blocks.
+        let (mut hit, mut unknown) = (0, 0);
+        changed_in.clear();
+        let mut d = 0;
+        for e in row.clone() {
+            let v = self.cand_probe[e];
+            let c = v & PROBE;
+            let (start, end) = self.block_range(self.cand_idx[e], self.shift);
+            while d < deps.len() && deps[d] < start {
+                d += 1;
+            }
+            let first = d;
+            while d < deps.len() && deps[d] < end {
+                d += 1;
+            }
+            let known = d > first;
+            let tested = c != UNTESTED && self.told[c as usize];
+            let changed = tested && v & HIT != 0;
+            if changed && !known {
+                push(changed_in, c, "probes of a row")?;
+            }
+            hit += usize::from(changed || known);
+            if changed || !tested {
+                unknown += (end - start) as usize - (d - first);
+            }
+        }
+        if changed_in.len() > 1 {
+            changed_in.sort_unstable();
+            changed_in.dedup();
+        }
+        let lower = deps.len() + changed_in.len();
+        let blocks = row.len();
+        Ok((blocks >= DENSE_MIN_BLOCKS
+            && 4 * hit >= 3 * blocks
+            && deps.len() >= DENSE_MIN
+            && lower >= dense_at)
+            // Before the last two levels: the row's unknown columns would cost a quarter of
+            // what is left, about one probe each.
+            || (s <= 1 && deps.len() >= DENSE_MIN && unknown >= leaf_dense_at))
+    }
+
     /// Applies the outcomes of the told probes of the current step: drops candidates proven
     /// zero, and at the finest level turns changed outputs into dependencies.
     fn absorb(&mut self) -> Result<()> {
@@ -460,82 +514,20 @@ impl Refine {
             usize::MAX => usize::MAX,
             cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / DENSE_DIVISOR),
         };
-        // Per candidate of the row at hand: where its known dependencies start in the row's
-        // sorted list, and how many it holds (one merged walk, no search).
-        let mut held: Vec<(u32, u32)> = Vec::new();
         for i in 0..self.m {
             let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
             let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
-            if row.is_empty() {
-                ptr.push(idx.len());
-                continue;
-            }
-            if deps.len() < DENSE_MIN {
-                // Never recognised dense (that takes DENSE_MIN known dependencies): the split
-                // alone, in one pass.
-                let mut d = 0;
-                for e in row {
-                    let v = self.cand_probe[e];
-                    let c = v & PROBE;
-                    if c != UNTESTED && self.told[c as usize] {
-                        tested += 1;
-                        if v & HIT == 0 {
-                            continue; // unchanged: every column of the block is zero for row i
-                        }
-                        changed += 1;
-                    }
-                    self.split_into(self.cand_idx[e], s, deps, &mut d, &mut idx);
-                }
-                ptr.push(idx.len());
-                continue;
-            }
-            // The row's dependency lower bound: its known ones, plus the probes in which it
-            // changed with no known one (each holds one more); and its blocks that hold a known
-            // dependency or changed, of all its blocks.
-            let (mut hit, mut unknown) = (0, 0);
-            changed_in.clear();
-            held.clear();
-            if held.capacity() < row.len() {
-                reserve(&mut held, row.len(), "blocks of a row")?;
-            }
+            // Recognising a row dense takes DENSE_MIN known dependencies: most rows skip it.
+            let is_dense = deps.len() >= DENSE_MIN
+                && self.recognised_dense(
+                    deps,
+                    row.clone(),
+                    s,
+                    (dense_at, leaf_dense_at),
+                    &mut changed_in,
+                )?;
             let mut d = 0;
-            for e in row.clone() {
-                let v = self.cand_probe[e];
-                let c = v & PROBE;
-                let (start, end) = self.block_range(self.cand_idx[e], self.shift);
-                while d < deps.len() && deps[d] < start {
-                    d += 1;
-                }
-                let first = d;
-                while d < deps.len() && deps[d] < end {
-                    d += 1;
-                }
-                held.push((first as u32, (d - first) as u32)); // reserved above
-                let known = d > first;
-                let tested = c != UNTESTED && self.told[c as usize];
-                let changed = tested && v & HIT != 0;
-                if changed && !known {
-                    push(&mut changed_in, c, "probes of a row")?;
-                }
-                hit += usize::from(changed || known);
-                if changed || !tested {
-                    unknown += (end - start) as usize - (d - first);
-                }
-            }
-            if changed_in.len() > 1 {
-                changed_in.sort_unstable();
-                changed_in.dedup();
-            }
-            let lower = deps.len() + changed_in.len();
-            let blocks = row.len();
-            let is_dense = (blocks >= DENSE_MIN_BLOCKS
-                && 4 * hit >= 3 * blocks
-                && deps.len() >= DENSE_MIN
-                && lower >= dense_at)
-                // Before the last two levels: the row's unknown columns would cost a quarter
-                // of what is left, about one probe each.
-                || (s <= 1 && deps.len() >= DENSE_MIN && unknown >= leaf_dense_at);
-            for (e, &(first, count)) in row.zip(&held) {
+            for e in row {
                 let v = self.cand_probe[e];
                 let c = v & PROBE;
                 if c != UNTESTED && self.told[c as usize] {
@@ -552,8 +544,7 @@ impl Refine {
                     push(&mut self.dense, (i as u32, start, end), "dense rows")?;
                     continue;
                 }
-                let inside = &deps[first as usize..(first + count) as usize];
-                self.split_into(b, s, inside, &mut 0, &mut idx);
+                self.split_into(b, s, deps, &mut d, &mut idx);
             }
             ptr.push(idx.len());
         }
@@ -747,8 +738,8 @@ impl Refine {
         // in its list up to its fill position (its block ids are no longer read once
         // transposed). Coloring block b reads one short contiguous list per row of b instead of
         // looking up the color of each of the row's blocks, scattered over the color array;
-        // then appends b's color to each of those lists. The start and fill of a row sit side
-        // by side: one cache line serves both.
+        // then appends b's color to each of those lists. A row's start, fill and weight sit
+        // side by side: one cache line serves all three.
         let mut seen = k_idx;
         let mut palette = Palette::default();
         for b in (0..nblocks).filter(|&b| probed[b]) {
