@@ -788,12 +788,25 @@ fn coloring_time_table() {
             }
         }),
     ));
+    // The median of repeated runs (this machine is shared: single runs of the same coloring
+    // moved by 2x): at least 5 and 0.5 s in all (at most 41), one run when a run takes 2 s or
+    // more (best-of at 10^6).
     let time = |p: &Pattern, o: &ColoringOptions| {
-        let start = Instant::now();
-        let c = coloring::color(p, o).expect("coloring");
-        let ms = start.elapsed().as_secs_f64() * 1e3;
-        assert!(coloring::check(p, &c.colors, c.num_colors).is_ok());
-        (ms, c.num_colors)
+        let mut runs = Vec::new();
+        let mut colors = 0;
+        while runs.len() < 41 {
+            let start = Instant::now();
+            let c = coloring::color(p, o).expect("coloring");
+            runs.push(start.elapsed().as_secs_f64() * 1e3);
+            assert!(coloring::check(p, &c.colors, c.num_colors).is_ok());
+            colors = c.num_colors;
+            let total: f64 = runs.iter().sum();
+            if runs[0] >= 2e3 || (runs.len() >= 5 && total >= 500.0) {
+                break;
+            }
+        }
+        runs.sort_by(f64::total_cmp);
+        (runs[runs.len() / 2], colors)
     };
     for (name, p) in cases {
         let mut cells = Vec::new();

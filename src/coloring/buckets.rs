@@ -1,7 +1,7 @@
 //! Bucket queues for the dynamic orders (smallest-last, incidence-degree, dynamic
-//! largest-first, saturation).
+//! largest-first; saturation keeps its own, `saturation.rs`).
 
-use crate::error::{copied, filled, push, Result};
+use crate::error::{filled, push, Result};
 
 /// Integer-keyed priority queue with O(1) key changes by one: one vector (a stack) per key,
 /// and each vertex's position in its bucket so it can be removed by swapping with the last.
@@ -18,16 +18,6 @@ pub(super) struct BucketQueue {
 }
 
 impl BucketQueue {
-    /// Every vertex at key 0, stacked in `order` (the last comes out first at equal keys).
-    pub(super) fn all_zero_in_order(order: &[usize]) -> Result<Self> {
-        let mut q = BucketQueue::new(filled(0, order.len(), "vertex keys")?)?;
-        q.buckets[0] = copied(order, "a bucket")?;
-        for (k, &v) in order.iter().enumerate() {
-            q.pos[v] = k;
-        }
-        Ok(q)
-    }
-
     /// Every vertex `v` at key `keys[v]`. Buckets are made as keys reach them (one per key
     /// value in use, not one per possible key: 24 bytes each).
     pub(super) fn new(keys: Vec<usize>) -> Result<Self> {

@@ -1,9 +1,8 @@
 //! The algorithm: the bipartite graph of a pattern seen from its columns (distinct distance-2
-//! neighbours, degrees), the vertex orders, greedy coloring, saturation (DSATUR) and iterated
-//! greedy recoloring.
+//! neighbours, degrees), the vertex orders, greedy coloring and iterated greedy recoloring;
+//! saturation (DSATUR) is reached from here and lives in `saturation.rs`.
 
 use super::buckets::BucketQueue;
-use super::seen::Seen;
 use super::Order;
 use crate::error::{collect, filled, push, reserve, Result};
 use crate::pattern::{Pattern, Transposed};
@@ -149,56 +148,10 @@ impl<'a> Graph<'a> {
         })
     }
 
-    /// DSATUR: colors as it orders. Returns the order taken, the colors and their count.
-    ///
-    /// One traversal of each column's distinct neighbours, when it is colored: the colored
-    /// ones forbid their colors, the uncolored ones gain the new color (their saturation
-    /// grows when it is new to them, [`Seen`]). Ties at equal saturation go to the column with
-    /// more row entries around it (the sum of its rows' lengths, an upper bound on its
-    /// distance-2 degree that costs no traversal), then to the one that gained a color last.
+    /// DSATUR: colors as it orders (`saturation.rs`). Returns the order taken, the colors
+    /// and their count.
     pub(super) fn saturation(&mut self) -> Result<(Vec<u32>, Vec<u32>, usize)> {
-        let n = self.p.cols();
-        let mut around = filled(0usize, n, "degrees")?;
-        for (v, a) in around.iter_mut().enumerate() {
-            for &i in &self.t.row_idx[self.t.col_ptr[v]..self.t.col_ptr[v + 1]] {
-                *a += self.p.row(i as usize).len() - 1;
-            }
-        }
-        // Key: the saturation, which only grows one step at a time. At equal saturation the
-        // bucket's stack order decides: seeded by increasing degree, so the largest starts.
-        let mut by_degree = collect(0..n, "an order")?;
-        by_degree.sort_by_key(|&v| around[v]);
-        drop(around);
-        let mut q = BucketQueue::all_zero_in_order(&by_degree)?;
-        drop(by_degree);
-        let mut color = filled(u32::MAX, n, "colors")?;
-        let mut seen = Seen::new(n)?;
-        let mut order = Vec::new();
-        reserve(&mut order, n, "an order")?;
-        let mut forbidden: Vec<u32> = Vec::new();
-        let mut colors = 0usize;
-        let mut uncolored = Vec::new();
-        while let Some(v) = q.pop_max() {
-            order.push(v as u32);
-            let stamp = v as u32;
-            uncolored.clear();
-            self.try_each_neighbour(v, |w| {
-                match color[w] {
-                    u32::MAX => push(&mut uncolored, w, "neighbours")?,
-                    c => forbidden[c as usize] = stamp,
-                }
-                Ok(())
-            })?;
-            let c = first_free(&mut forbidden, stamp)?;
-            color[v] = c as u32;
-            colors = colors.max(c + 1);
-            for &w in &uncolored {
-                if seen.insert(w, c as u32)? {
-                    q.increment(w)?;
-                }
-            }
-        }
-        Ok((order, color, colors))
+        super::saturation::saturation(self.p, &self.t)
     }
 
     /// Iterated greedy (Culberson): recolor with the classes of `colors` as the order, which

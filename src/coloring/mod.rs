@@ -35,11 +35,15 @@
 //!
 //! Every order and every greedy pass visits the distance-2 neighbourhoods once:
 //! O(sum over rows of (row length)^2) time, O(nnz + n + m) memory (bucket queues for the dynamic
-//! orders, stamp arrays for the forbidden colors; saturation adds a word per column and, for
-//! the columns that see more than 64 colors, a bit per color they see). No order costs more
-//! than that: saturation's question "is this color new to this column" is O(1) (`seen.rs`).
-//! Measured (`nanprop-bench --coloring`, random 5 per row, n = 10^6): the default 2.8-5.4x
-//! the natural order's time from run to run, where every order plus recoloring took 20-41x.
+//! orders, stamp arrays for the forbidden colors; saturation keeps a 16-byte record per
+//! column, a buffer as long as the longest walk, a copy of the column lists without repeated
+//! rows when there are some, and for the columns that see more than 64 colors a bit per
+//! color they see). No order costs more than that: saturation's question "is this color new
+//! to this column" is O(1) (`seen.rs`). Measured (`nanprop-bench --coloring`, medians): the
+//! default 0.9-3.6x the natural order's time on the benchmark's patterns (random 5 per row at
+//! n = 10^6: 1.4 s against 0.6 s; 5.6x on random 10^5, where runs are noisiest), where every
+//! order plus recoloring takes up to 79x; saturation's walk is laid out for memory latency
+//! (`saturation.rs`).
 //!
 //! # Result
 //!
@@ -50,11 +54,13 @@
 //! # Files
 //!
 //! The problem and its options are here; `graph.rs` holds the algorithm (orders, greedy,
-//! saturation, recoloring) over bucket queues (`buckets.rs`); `result.rs` the [`Coloring`].
+//! recoloring) over bucket queues (`buckets.rs`); `saturation.rs` the saturation order, tuned
+//! for memory latency, with `seen.rs` for its colors from 64 up; `result.rs` the [`Coloring`].
 
 mod buckets;
 mod graph;
 mod result;
+mod saturation;
 mod seen;
 mod star;
 

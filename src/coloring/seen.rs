@@ -4,7 +4,8 @@
 //! uncolored neighbours `w` already had a neighbour of color `c`; if not, `w`'s saturation
 //! grows. Scanning a list of `w`'s colors for that made the order cubic in the longest row
 //! (a dense row of 10^4 columns: about a minute). Here the first 64 colors are one bit each in
-//! a word per column (8 bytes a column: what nearly every sparse pattern needs), and a column
+//! a word per column (8 bytes a column: what nearly every sparse pattern needs; the word lives
+//! in the column's record of `saturation.rs`, beside what else the order asks), and a column
 //! that sees a color from 64 up gets a bitset of its own, grown as colors appear (a column of
 //! a dense row of length L sees up to L colors: L / 8 bytes), found through a slot index made
 //! when the first such color appears (4 bytes a column; a hash map there cost a hash per
@@ -12,9 +13,9 @@
 
 use crate::error::{filled, push, Error, Result};
 
-/// Which colors each column sees (see the module docs).
+/// Which colors from 64 up each column sees (see the module docs).
 pub(super) struct Seen {
-    low: Vec<u64>,
+    columns: usize,
     /// Per column, its bitset of colors from 64 up in `high`, or `u32::MAX` (empty until a
     /// color reaches 64).
     slot: Vec<u32>,
@@ -22,32 +23,36 @@ pub(super) struct Seen {
 }
 
 impl Seen {
-    /// Nothing seen, for `n` columns.
-    ///
-    /// # Errors
-    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when n words do not fit.
-    pub(super) fn new(n: usize) -> Result<Self> {
-        Ok(Seen {
-            low: filled(0, n, "colors seen")?,
+    /// Nothing seen, for `n` columns (allocates nothing until a color reaches 64).
+    pub(super) fn new(n: usize) -> Self {
+        Seen {
+            columns: n,
             slot: Vec::new(),
             high: Vec::new(),
-        })
+        }
     }
 
-    /// Marks color `c` as seen by column `w`; returns whether it was new to `w`.
+    /// Marks color `c` as seen by column `w`, whose colors below 64 are the bits of `low`;
+    /// returns whether it was new to `w`.
     ///
     /// # Errors
     /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when a bitset cannot grow.
-    pub(super) fn insert(&mut self, w: usize, c: u32) -> Result<bool> {
+    #[inline]
+    pub(super) fn insert(&mut self, low: &mut u64, w: usize, c: u32) -> Result<bool> {
         if c < 64 {
             let bit = 1u64 << c;
-            let new = self.low[w] & bit == 0;
-            self.low[w] |= bit;
+            let new = *low & bit == 0;
+            *low |= bit;
             return Ok(new);
         }
+        self.insert_high(w, c)
+    }
+
+    #[inline(never)]
+    fn insert_high(&mut self, w: usize, c: u32) -> Result<bool> {
         let (word, bit) = ((c / 64 - 1) as usize, 1u64 << (c % 64));
         if self.slot.is_empty() {
-            self.slot = filled(u32::MAX, self.low.len(), "color slots")?;
+            self.slot = filled(u32::MAX, self.columns, "color slots")?;
         }
         if self.slot[w] == u32::MAX {
             self.slot[w] = self.high.len() as u32;
@@ -72,16 +77,17 @@ mod tests {
 
     #[test]
     fn a_color_is_new_once_per_column() {
-        let mut seen = Seen::new(300).unwrap();
-        for w in 0..300usize {
+        let mut seen = Seen::new(300);
+        let mut low = [0u64; 300];
+        for (w, low) in low.iter_mut().enumerate() {
             for c in (0..500u32).filter(|&c| (w + c as usize).is_multiple_of(7)) {
-                assert!(seen.insert(w, c).unwrap(), "{w} {c} first");
+                assert!(seen.insert(low, w, c).unwrap(), "{w} {c} first");
             }
         }
-        for w in 0..300usize {
+        for (w, low) in low.iter_mut().enumerate() {
             for c in 0..500u32 {
                 let was = (w + c as usize).is_multiple_of(7);
-                assert_eq!(seen.insert(w, c).unwrap(), !was, "{w} {c}");
+                assert_eq!(seen.insert(low, w, c).unwrap(), !was, "{w} {c}");
             }
         }
     }
