@@ -759,15 +759,18 @@ impl Refine {
                 let (r, b_is_p) = ((t & !P_FLAG) as usize, t & P_FLAG != 0);
                 let (start, end, w) = lists[r];
                 let blind = start & P_FLAG != 0;
+                // Which count a colored block u of this row adds to, by u's flag: a P and a
+                // Q block conflict hard; two P blocks hard at the last level, else soft
+                // (blind soft for a blind row); two Q blocks not at all (the unused slot).
+                let (if_p, if_q) = match (b_is_p, leaf, blind) {
+                    (false, ..) => (HARD, UNUSED),
+                    (true, true, _) => (HARD, HARD),
+                    (true, false, true) => (BLIND_SOFT, HARD),
+                    (true, false, false) => (SOFT, HARD),
+                };
                 for &u in &seen[(start & !P_FLAG) as usize..end as usize] {
-                    let c = (u & !P_FLAG) as usize;
-                    match (b_is_p, u & P_FLAG != 0) {
-                        (true, false) | (false, true) => palette.counts[c].0 += w,
-                        (true, true) if leaf => palette.counts[c].0 += w,
-                        (true, true) if blind => palette.counts[c].1 += w,
-                        (true, true) => palette.counts[c].2 += w,
-                        (false, false) => {}
-                    }
+                    let slot = if u & P_FLAG != 0 { if_p } else { if_q };
+                    palette.counts[(u & !P_FLAG) as usize][slot] += w;
                 }
             }
             let c = palette.choose(cap)?;
@@ -898,12 +901,19 @@ impl Refine {
 }
 
 /// The colors of one level's coloring and, for the block being colored, the conflicts each
-/// color has with it: (hard, blind soft, soft), counted into `counts` and cleared by
-/// [`Palette::choose`].
+/// color has with it: (hard, blind soft, soft) at [`HARD`], [`BLIND_SOFT`], [`SOFT`], counted
+/// into `counts` and cleared by [`Palette::choose`]; the fourth count takes what counts for
+/// nothing, so the counting loop has no branch.
 #[derive(Default)]
 struct Palette {
-    counts: Vec<(u32, u32, u32)>,
+    counts: Vec<[u32; 4]>,
 }
+
+/// The slots of a color's counts in [`Palette`].
+const HARD: usize = 0;
+const BLIND_SOFT: usize = 1;
+const SOFT: usize = 2;
+const UNUSED: usize = 3;
 
 impl Palette {
     fn len(&self) -> usize {
@@ -914,15 +924,21 @@ impl Palette {
     /// blind soft, soft) conflicts when it has neither hard nor blind soft ones, or the palette
     /// holds `cap` colors already; otherwise a new color. Clears the counts for the next block.
     fn choose(&mut self, cap: usize) -> Result<u32> {
-        let best = (0..self.counts.len()).min_by_key(|&c| self.counts[c]);
+        let key = |k: &[u32; 4]| (k[HARD], k[BLIND_SOFT], k[SOFT]);
+        let best = (0..self.counts.len()).min_by_key(|&c| key(&self.counts[c]));
         let c = match best {
-            Some(c) if (self.counts[c].0 == 0 && self.counts[c].1 == 0) || self.len() >= cap => c,
+            Some(c)
+                if (self.counts[c][HARD] == 0 && self.counts[c][BLIND_SOFT] == 0)
+                    || self.len() >= cap =>
+            {
+                c
+            }
             _ => {
-                push(&mut self.counts, (0, 0, 0), "colors")?;
+                push(&mut self.counts, [0; 4], "colors")?;
                 self.len() - 1
             }
         };
-        self.counts.iter_mut().for_each(|k| *k = (0, 0, 0));
+        self.counts.iter_mut().for_each(|k| *k = [0; 4]);
         Ok(c as u32)
     }
 }
