@@ -8,7 +8,8 @@ use crate::error::{collect, filled, push, reserve, Result};
 use crate::pattern::{Pattern, Transposed};
 use crate::rng::Rng;
 
-/// The pattern's adjacency in both directions, and a marker for distinct neighbours.
+/// The pattern's adjacency in both directions, and a marker for distinct neighbours (made
+/// by the first order that walks neighbourhoods: saturation and greedy passes do not need it).
 pub(super) struct Graph<'a> {
     p: &'a Pattern,
     t: Transposed,
@@ -21,13 +22,22 @@ impl<'a> Graph<'a> {
         Ok(Graph {
             p,
             t: p.transpose_structure()?,
-            mark: filled(0, p.cols(), "column marks")?,
+            mark: Vec::new(),
             generation: 0,
         })
     }
 
+    /// Makes the marker of distinct neighbours, once.
+    fn marks(&mut self) -> Result<()> {
+        if self.mark.len() != self.p.cols() {
+            self.mark = filled(0, self.p.cols(), "column marks")?;
+        }
+        Ok(())
+    }
+
     /// Calls `f` once for each distinct column sharing a row with `v` (not `v` itself).
-    pub(super) fn for_each_neighbour(&mut self, v: usize, mut f: impl FnMut(usize)) {
+    /// The marker must have been made ([`Graph::marks`]).
+    fn for_each_neighbour(&mut self, v: usize, mut f: impl FnMut(usize)) {
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
             // Wrapped: old marks could equal the new generation.
@@ -47,6 +57,7 @@ impl<'a> Graph<'a> {
     }
 
     pub(super) fn degrees(&mut self) -> Result<Vec<usize>> {
+        self.marks()?;
         let mut deg = filled(0, self.p.cols(), "degrees")?;
         for (v, d) in deg.iter_mut().enumerate() {
             self.for_each_neighbour(v, |_| *d += 1);
@@ -61,6 +72,7 @@ impl<'a> Graph<'a> {
         v: usize,
         mut f: impl FnMut(usize) -> Result<()>,
     ) -> Result<()> {
+        self.marks()?;
         let mut outcome = Ok(());
         self.for_each_neighbour(v, |w| {
             if outcome.is_ok() {
@@ -134,7 +146,7 @@ impl<'a> Graph<'a> {
                 }
                 out
             }
-            Order::Saturation => self.saturation()?.0,
+            Order::Saturation => self.saturation(true)?.0,
             Order::IncidenceDegree => {
                 let mut q = BucketQueue::new(filled(0, n, "vertex keys")?)?;
                 let mut out = Vec::new();
@@ -148,10 +160,10 @@ impl<'a> Graph<'a> {
         })
     }
 
-    /// DSATUR: colors as it orders (`saturation.rs`). Returns the order taken, the colors
-    /// and their count.
-    pub(super) fn saturation(&mut self) -> Result<(Vec<u32>, Vec<u32>, usize)> {
-        super::saturation::saturation(self.p, &self.t)
+    /// DSATUR: colors as it orders (`saturation.rs`). Returns the order taken (empty unless
+    /// `with_order`), the colors and their count.
+    pub(super) fn saturation(&mut self, with_order: bool) -> Result<(Vec<u32>, Vec<u32>, usize)> {
+        super::saturation::saturation(self.p, &self.t, with_order)
     }
 
     /// Iterated greedy (Culberson): recolor with the classes of `colors` as the order, which

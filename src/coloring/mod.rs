@@ -230,7 +230,7 @@ pub fn color(p: &Pattern, options: &ColoringOptions) -> crate::error::Result<Col
     let mut best: Option<Coloring> = None;
     for order in orders {
         let (colors, num_colors) = if order == Order::Saturation {
-            let (_, colors, k) = g.saturation()?;
+            let (_, colors, k) = g.saturation(false)?;
             (colors, k)
         } else {
             let seq = g.order(order)?;

@@ -135,15 +135,19 @@ fn by_entries_around(p: &Pattern, t: &Transposed) -> Result<(Vec<u32>, usize)> {
 }
 
 /// Saturation coloring of the columns of `p` (`t` its transposed structure). Returns the
-/// order taken, the colors and their count.
+/// order taken (empty unless `with_order`), the colors and their count.
 ///
 /// # Errors
 /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when the per-column records
 /// (16 bytes a column), the queue, the walks without repeated rows or the order do not fit;
 /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when `p` has 2^31
 /// columns or more (a color must leave the record's top bit free).
-pub(super) fn saturation(p: &Pattern, t: &Transposed) -> Result<(Vec<u32>, Vec<u32>, usize)> {
-    walk_in_order(p, t, &Walks::new(p, t)?, scattered(p))
+pub(super) fn saturation(
+    p: &Pattern,
+    t: &Transposed,
+    with_order: bool,
+) -> Result<(Vec<u32>, Vec<u32>, usize)> {
+    walk_in_order(p, t, &Walks::new(p, t)?, scattered(p), with_order)
 }
 
 /// [`saturation`], walking `walks` (with prefetching when `far`).
@@ -152,6 +156,7 @@ fn walk_in_order(
     t: &Transposed,
     walks: &Walks,
     far: bool,
+    with_order: bool,
 ) -> Result<(Vec<u32>, Vec<u32>, usize)> {
     let n = p.cols();
     if n >= MAX_COLUMNS {
@@ -179,12 +184,16 @@ fn walk_in_order(
     };
     let mut seen = Seen::new(n);
     let mut order = Vec::new();
-    reserve(&mut order, n, "an order")?;
+    if with_order {
+        reserve(&mut order, n, "an order")?;
+    }
     // Slot 0 takes the writes of uncolored neighbours (no branch); color c is slot c + 1.
     let mut forbidden: Vec<u32> = vec![u32::MAX];
     let mut colors = 0usize;
     while let Some(v) = q.pop() {
-        order.push(v as u32);
+        if with_order {
+            order.push(v as u32);
+        }
         let stamp = v as u32;
         let mut met = 0;
         let rows = walks.rows(v);
@@ -217,6 +226,7 @@ fn walk_in_order(
             }
         }
     }
+    drop(q); // its first bucket held every column: not beside the colors
     let colors_of = crate::error::collect(cols.iter().map(|col| col.state & !COLORED), "colors")?;
     Ok((order, colors_of, colors))
 }
@@ -333,11 +343,11 @@ mod tests {
             let t = p.transpose_structure().unwrap();
             let walks = Walks::new(p, &t).unwrap();
             assert_eq!(matches!(walks, Walks::Distinct(..)), k < 3, "pattern {k}");
-            let plain = walk_in_order(p, &t, &Walks::All(&t), false).unwrap();
+            let plain = walk_in_order(p, &t, &Walks::All(&t), false, true).unwrap();
             assert!(super::super::check(p, &plain.1, plain.2).is_ok());
             for far in [false, true] {
                 assert_eq!(
-                    walk_in_order(p, &t, &walks, far).unwrap(),
+                    walk_in_order(p, &t, &walks, far, true).unwrap(),
                     plain,
                     "pattern {k}"
                 );
