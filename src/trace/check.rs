@@ -16,7 +16,9 @@
 //! * **One column j of P_i in S** (a coloring allows no more): y_i moves with x_j. The two
 //!   slopes `(y_i - b_i) / dx_j` of the two evaluations agree up to the curvature of f along
 //!   x_j (the steps are small) unless another input of S moved y_i; they are compared with
-//!   the relative tolerance [`SLOPE_TOLERANCE`] above a rounding floor. A missed dependency whose
+//!   the relative tolerance [`SLOPE_TOLERANCE`] above a rounding floor and what a moderate
+//!   curvature can do over the steps ([`CURVATURE_ALLOWANCE`]: at a stationary point along
+//!   x_j the slopes are near zero and only curvature separates them). A missed dependency whose
 //!   first-order effect is below that fraction of x_j's can go unseen here (it is seen in the
 //!   classes where the row has no column).
 //!
@@ -49,6 +51,16 @@ pub const CHECK_STEP: f64 = 1e-7;
 pub const CHECK_STEP_SINGLE: f64 = 3e-4;
 /// How far apart the two slopes of a row along its traced input may be (relative).
 pub const SLOPE_TOLERANCE: f64 = 1e-3;
+
+/// The curvature the slope test takes for curvature, not for a missed dependency: a second
+/// derivative along `x_j` of up to this many times the output's size over `max(|x_j|, 1)^2`
+/// moves the two slopes apart by at most that times the mean step. It matters only where the
+/// slope is near zero (a stationary point along `x_j`: `(3 - 2 x) x` at `x = 0.75`), where
+/// the relative tolerance allows nothing and curvature alone had sent the row to be traced
+/// again. A missed dependency moves the two slopes apart by about its own first-order effect
+/// (the steps are independent), a million times more than this allows at the double
+/// precision step.
+pub const CURVATURE_ALLOWANCE: f64 = 100.0;
 
 /// Rows with more entries than this do not constrain the check's coloring: twice the mean
 /// row length of the traced rows, and at least 8.
@@ -253,7 +265,8 @@ impl Check {
     }
 
     /// The outputs of request `id`. `changed(b, v)` says whether an output moved (bit for bit
-    /// or beyond the tolerance); `step(id, j)` is the step input `j` took in request `id`;
+    /// or beyond the tolerance); `step(id, j)` is the step input `j` took in request `id` and
+    /// the input's scale, `max(|x0_j|, 1)`;
     /// `slack` widens the slope test (a tolerance's worth of output, relative to max(|b|, 1)).
     pub(crate) fn tell(
         &mut self,
@@ -261,7 +274,7 @@ impl Check {
         y: &[f64],
         baseline: &[f64],
         changed: impl Fn(f64, f64) -> bool,
-        step: impl Fn(usize, usize) -> f64,
+        step: impl Fn(usize, usize) -> (f64, f64),
         slack: f64,
     ) -> Result<()> {
         let epsilon = self.epsilon;
@@ -301,14 +314,19 @@ impl Check {
                 // it cannot be checked here.
                 Some(_) if more > 0 => !self.direct[i],
                 Some(j) => {
-                    let (dx_up, dx_down) = (step(up_id, j as usize), step(up_id + 1, j as usize));
+                    let ((dx_up, scale), (dx_down, _)) =
+                        (step(up_id, j as usize), step(up_id + 1, j as usize));
                     if !(up[i].is_finite() && down[i].is_finite()) {
                         true
                     } else {
                         let (g_up, g_down) = ((up[i] - b) / dx_up, (down[i] - b) / dx_down);
                         let size = b.abs().max(up[i].abs()).max(down[i].abs());
                         let dx = dx_up.abs().min(dx_down.abs());
-                        let floor = (64.0 * epsilon * size + 2.0 * slack * b.abs().max(1.0)) / dx;
+                        let curvature = CURVATURE_ALLOWANCE * size.max(1.0) / (scale * scale)
+                            * (dx_up.abs() + dx_down.abs())
+                            / 2.0;
+                        let floor = (64.0 * epsilon * size + 2.0 * slack * b.abs().max(1.0)) / dx
+                            + curvature;
                         (g_up - g_down).abs()
                             > SLOPE_TOLERANCE * g_up.abs().max(g_down.abs()) + floor
                     }

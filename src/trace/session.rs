@@ -757,7 +757,10 @@ impl TraceSession {
                 // The step the black box sees: both ends in its own precision.
                 let p = self.check_precision;
                 let moved = Check::value(self.x0[j], id, self.magnitude(id, j), p);
-                p.round(moved) - p.round(self.x0[j])
+                (
+                    p.round(moved) - p.round(self.x0[j]),
+                    self.x0[j].abs().max(1.0),
+                )
             },
             slack,
         )?;
