@@ -441,7 +441,7 @@ impl Refine {
             return Ok(());
         }
         let mut new = std::mem::take(&mut self.new_deps);
-        new.sort_unstable();
+        new.sort(); // stable: it merges the per-probe runs the tells left (rows increasing in each)
         new.dedup();
         let m = self.m;
         let mut idx = Vec::new();
