@@ -415,9 +415,10 @@ fn a_budget_of_n_plus_one_keeps_what_the_check_could_not_reach() {
     assert_eq!(p.nnz(), 3 * m);
 }
 
-/// y_i = (3 - 2 x_i) x_i - x_{i-1} - 2 x_{i+1}, plus `hidden` x_{i+7} behind a guard that
-/// puts 0.75 (its value at x0) in place of a NaN: the NaN leaves y_i bit for bit unchanged.
-fn stationary(x: &[f64], y: &mut [f64], hidden: f64) {
+/// `scale` times y_i = (3 - 2 x_i) x_i - x_{i-1} - 2 x_{i+1}, plus `hidden` x_{i+7} behind a
+/// guard that puts 0.75 (its value at x0) in place of a NaN: the NaN leaves y_i bit for bit
+/// unchanged.
+fn stationary(x: &[f64], y: &mut [f64], hidden: f64, scale: f64) {
     let n = x.len();
     for i in 0..n {
         let left = if i > 0 { x[i - 1] } else { 0.0 };
@@ -427,7 +428,7 @@ fn stationary(x: &[f64], y: &mut [f64], hidden: f64) {
             Some(v) => hidden * v,
             None => 0.0,
         };
-        y[i] = (3.0 - 2.0 * x[i]) * x[i] + 1.0 - left - 2.0 * right + far;
+        y[i] = scale * ((3.0 - 2.0 * x[i]) * x[i] + 1.0 - left - 2.0 * right + far);
     }
 }
 
@@ -435,29 +436,36 @@ fn stationary(x: &[f64], y: &mut [f64], hidden: f64) {
 fn a_stationary_point_along_a_traced_input_is_curvature_not_a_missed_dependency() {
     // At x_i = 0.75 the slope of y_i along x_i is zero, and the check's two slopes differ by
     // the curvature alone: no row is traced again, the check costs its two evaluations per
-    // color (3 colors), and the pattern is exact.
+    // color (3 colors), and the pattern is exact. The allowance follows the outputs' size:
+    // the same at any scale of f.
     let n = 3000;
     let x0 = vec![0.75; n];
-    let mut plain = |x: &[f64], y: &mut [f64]| {
-        stationary(x, y, 0.0);
-        Ok(())
-    };
-    let p = trace(&mut plain, n, &x0, &TraceOptions::default()).unwrap();
-    assert_eq!(p.col_idx(), synthetic::banded(n, 1).col_idx());
-    assert_eq!(p.report.rechecked_rows, 0);
-    assert_eq!(p.report.verification_evaluations, 6);
-    // A dependency the guard hides, of a first-order effect of a twentieth of x_{i+1}'s, in
-    // the check class of x_{i+1} (3 colors: every class holds a traced column of every
-    // row, so only the slope test can see it): found in nearly every row, as where the slope
-    // is not near zero (the two slopes move apart by about the hidden effect times the
-    // difference of the independent steps' ratios; rows where those ratios nearly agree are
-    // the few left). The allowance for curvature is a millionth of that.
-    let mut guarded = |x: &[f64], y: &mut [f64]| {
-        stationary(x, y, 0.1);
-        Ok(())
-    };
-    let p = trace(&mut guarded, n, &x0, &TraceOptions::default()).unwrap();
-    let found = (0..n - 7).filter(|&i| p.contains(i, i + 7)).count();
-    assert!(20 * found >= 19 * (n - 7), "{found} of {}", n - 7);
-    assert_eq!(p.report.rechecked_rows, found);
+    for scale in [1.0, 1e-9, 1e9] {
+        let mut plain = |x: &[f64], y: &mut [f64]| {
+            stationary(x, y, 0.0, scale);
+            Ok(())
+        };
+        let p = trace(&mut plain, n, &x0, &TraceOptions::default()).unwrap();
+        assert_eq!(p.col_idx(), synthetic::banded(n, 1).col_idx());
+        assert_eq!(p.report.rechecked_rows, 0, "scale {scale}");
+        assert_eq!(p.report.verification_evaluations, 6);
+        // A dependency the guard hides, of a first-order effect of a twentieth of x_{i+1}'s,
+        // in the check class of x_{i+1} (3 colors: every class holds a traced column of every
+        // row, so only the slope test can see it): found in nearly every row, as where the
+        // slope is not near zero (the two slopes move apart by about the hidden effect times
+        // the difference of the independent steps' ratios; rows where those ratios nearly
+        // agree are the few left). The allowance for curvature is a millionth of that.
+        let mut guarded = |x: &[f64], y: &mut [f64]| {
+            stationary(x, y, 0.1, scale);
+            Ok(())
+        };
+        let p = trace(&mut guarded, n, &x0, &TraceOptions::default()).unwrap();
+        let found = (0..n - 7).filter(|&i| p.contains(i, i + 7)).count();
+        assert!(
+            20 * found >= 19 * (n - 7),
+            "scale {scale}: {found} of {}",
+            n - 7
+        );
+        assert_eq!(p.report.rechecked_rows, found);
+    }
 }

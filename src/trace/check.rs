@@ -322,7 +322,7 @@ impl Check {
                         let (g_up, g_down) = ((up[i] - b) / dx_up, (down[i] - b) / dx_down);
                         let size = b.abs().max(up[i].abs()).max(down[i].abs());
                         let dx = dx_up.abs().min(dx_down.abs());
-                        let curvature = CURVATURE_ALLOWANCE * size.max(1.0) / (scale * scale)
+                        let curvature = CURVATURE_ALLOWANCE * size / (scale * scale)
                             * (dx_up.abs() + dx_down.abs())
                             / 2.0;
                         let floor = (64.0 * epsilon * size + 2.0 * slack * b.abs().max(1.0)) / dx
