@@ -1,6 +1,7 @@
 //! A hint to the processor to bring memory into the cache before it is read: for loops whose
 //! next indices are known ahead but scattered (the payload planner's coloring visits the rows
-//! of a block in random order on patterns without locality). Only a hint: it never faults,
+//! of a block in random order on patterns without locality; saturation coloring walks a
+//! column's rows and their columns). Only a hint: it never faults,
 //! changes no value, and is a no-op where the platform has no such instruction.
 
 /// Asks for `slice[i]` to be brought into the cache; nothing when `i` is out of bounds.

@@ -99,7 +99,7 @@ impl<'a> Graph<'a> {
                     }
                 }
             }
-            let c = first_free(&mut forbidden, stamp)?;
+            let c = first_free(&mut forbidden, 0, stamp)?;
             color[v] = c as u32;
             colors = colors.max(c + 1);
         }
@@ -207,15 +207,15 @@ impl<'a> Graph<'a> {
     }
 }
 
-/// The smallest color `c` with `forbidden[c] != stamp` (not used by a neighbour of the vertex
-/// being colored, which marked its neighbours' colors with `stamp`); grows `forbidden` by one
-/// when every existing color is taken.
-pub(super) fn first_free(forbidden: &mut Vec<u32>, stamp: u32) -> Result<usize> {
-    let c = forbidden
+/// The smallest color `c` with `forbidden[from + c] != stamp` (not used by a neighbour of the
+/// vertex being colored, which marked its neighbours' colors with `stamp`; the first `from`
+/// slots are not colors); grows `forbidden` by one when every existing color is taken.
+pub(super) fn first_free(forbidden: &mut Vec<u32>, from: usize, stamp: u32) -> Result<usize> {
+    let c = forbidden[from..]
         .iter()
         .position(|&s| s != stamp)
-        .unwrap_or(forbidden.len());
-    if c == forbidden.len() {
+        .unwrap_or(forbidden.len() - from);
+    if from + c == forbidden.len() {
         push(forbidden, u32::MAX, "colors")?;
     }
     Ok(c)

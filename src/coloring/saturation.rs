@@ -21,8 +21,9 @@
 //!   for each level of the chain ahead ([`prefetch_walk`]), so a level's reads overlap;
 //! * runs of equal rows (several unknowns per mesh node) are walked once ([`Walks`]).
 //!
-//! Measured (`nanprop-bench --coloring`, medians): random 5 per row at n = 10^6 2.8 -> 1.2 s
-//! (the natural order 0.6 s), the FEM-like mesh with 4 unknowns a node 10.2 -> 5.2 ms.
+//! Measured (`nanprop-bench --coloring`, medians, the README's before/after table): random 5
+//! per row at n = 10^6 2.8 -> 1.4 s (the natural order 0.5-0.6 s), the FEM-like mesh with 4
+//! unknowns a node 8.5 -> 5.6 ms.
 //!
 //! # Ties
 //!
@@ -210,13 +211,7 @@ fn walk_in_order(
                 met += usize::from(!colored);
             }
         }
-        let c = match forbidden[1..].iter().position(|&s| s != stamp) {
-            Some(c) => c,
-            None => {
-                push(&mut forbidden, u32::MAX, "colors")?;
-                forbidden.len() - 2
-            }
-        };
+        let c = super::graph::first_free(&mut forbidden, 1, stamp)?;
         cols[v].state = COLORED | c as u32;
         colors = colors.max(c + 1);
         for &w in &uncolored[..met] {
@@ -290,9 +285,13 @@ impl<'t> Walks<'t> {
             return Ok(Walks::All(t));
         }
         let repeated = crate::error::collect((0..p.rows()).map(repeats), "repeated rows")?;
+        let kept: usize = (0..p.rows())
+            .filter(|&i| !repeated[i])
+            .map(|i| p.row(i).len())
+            .sum();
         let mut ptr = filled(0usize, p.cols() + 1, "column pointers")?;
         let mut rows = Vec::new();
-        reserve(&mut rows, p.nnz() - count, "rows")?;
+        reserve(&mut rows, kept, "rows")?;
         for v in 0..p.cols() {
             rows.extend(
                 t.row_idx[t.col_ptr[v]..t.col_ptr[v + 1]]

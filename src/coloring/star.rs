@@ -288,7 +288,7 @@ impl Adjacency<'_> {
                     forbidden[c as usize] = stamp;
                 }
             }
-            let c = first_free_color(&mut forbidden, stamp)?;
+            let c = first_free_color(&mut forbidden, 0, stamp)?;
             if c == met.len() {
                 crate::error::push(&mut met, NONE, "colors")?;
                 crate::error::push(&mut repeated, NONE, "colors")?;

@@ -73,8 +73,9 @@ pub fn heavy_row(p: &Pattern) -> usize {
 }
 
 /// Coloring work (the sum over rows of the square of their lengths) up to which the check
-/// colors with smallest-last as well as the default and keeps the fewer colors: about a
-/// millisecond a pass, less than any evaluation it can save.
+/// colors with smallest-last as well as the default and keeps the fewer colors: smallest-last
+/// there takes up to about 20 ms, once per trace (random 5 per row at n = 10^4, work 2.5 x
+/// 10^5: 5 ms), against two evaluations per color it saves.
 const SMALL_COLORING_WORK: u64 = 1 << 20;
 
 /// The check of one traced pattern (see the module docs).
@@ -104,10 +105,11 @@ pub(crate) struct Check {
 }
 
 impl Check {
-    /// The check of `pattern`: the default coloring ([`coloring::Strategy::Auto`]: saturation,
-    /// or the natural order first when rows are long; no recoloring), or on small patterns
-    /// smallest-last when it needs fewer colors, of its light rows, those with at most [`heavy_row`] entries and at least one claimed zero. A heavy
-    /// row does not constrain the colors (a dense row would need as many colors as it has
+    /// The check of `pattern`: a coloring of its light rows, those with at most [`heavy_row`]
+    /// entries and at least one claimed zero: the default one ([`coloring::Strategy::Auto`]:
+    /// saturation, or the natural order first when rows are long; no recoloring), or on small
+    /// patterns smallest-last when it needs fewer colors. A heavy row does not constrain the
+    /// colors (a dense row would need as many colors as it has
     /// entries); where it has two traced columns in one class it cannot be checked there and
     /// is traced again if it claims a zero in that class.
     pub(crate) fn new(pattern: Pattern) -> Result<Self> {
@@ -116,8 +118,8 @@ impl Check {
         let light = pattern.keep_rows(|row| row.len() <= limit && row.len() < n)?;
         // Each color costs two evaluations: the default coloring, which on the benchmark's
         // patterns never needs more colors than any single order and costs less than
-        // smallest-last (random 5 per row at 10^6: 1.4 s against 4 s); where a greedy pass
-        // costs about a millisecond or less, smallest-last too, and the fewer colors.
+        // smallest-last (random 5 per row at 10^6: 1.4 s against 4 s); on small patterns
+        // (SMALL_COLORING_WORK) smallest-last too, and the fewer colors.
         let mut c = coloring::color(&light, &ColoringOptions::default())?;
         let work: u64 = (0..light.rows())
             .map(|i| (light.row(i).len() as u64).pow(2))
