@@ -3,8 +3,9 @@
 //! saturation (DSATUR) is reached from here and lives in `saturation.rs`.
 
 use super::buckets::BucketQueue;
+use super::forbidden::first_free;
 use super::Order;
-use crate::error::{collect, filled, push, reserve, Result};
+use crate::error::{collect, filled, reserve, Result};
 use crate::pattern::{Pattern, Transposed};
 use crate::rng::Rng;
 
@@ -205,18 +206,4 @@ impl<'a> Graph<'a> {
         }
         Ok((colors, count))
     }
-}
-
-/// The smallest color `c` with `forbidden[from + c] != stamp` (not used by a neighbour of the
-/// vertex being colored, which marked its neighbours' colors with `stamp`; the first `from`
-/// slots are not colors); grows `forbidden` by one when every existing color is taken.
-pub(super) fn first_free(forbidden: &mut Vec<u32>, from: usize, stamp: u32) -> Result<usize> {
-    let c = forbidden[from..]
-        .iter()
-        .position(|&s| s != stamp)
-        .unwrap_or(forbidden.len() - from);
-    if from + c == forbidden.len() {
-        push(forbidden, u32::MAX, "colors")?;
-    }
-    Ok(c)
 }

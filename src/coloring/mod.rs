@@ -54,10 +54,12 @@
 //! # Files
 //!
 //! The problem and its options are here; `graph.rs` holds the algorithm (orders, greedy,
-//! recoloring) over bucket queues (`buckets.rs`); `saturation.rs` the saturation order, tuned
+//! recoloring) over bucket queues (`buckets.rs`) and the forbidden colors' stamps
+//! (`forbidden.rs`); `saturation.rs` the saturation order, tuned
 //! for memory latency, with `seen.rs` for its colors from 64 up; `result.rs` the [`Coloring`].
 
 mod buckets;
+mod forbidden;
 mod graph;
 mod result;
 mod saturation;

@@ -34,6 +34,7 @@
 //! column leaves its bucket by swapping with the bucket's last. None of the above changes
 //! which column goes next: the colorings are the ones of the plain algorithm.
 
+use super::forbidden::first_free;
 use super::seen::Seen;
 use crate::error::{filled, push, reserve, Result};
 use crate::pattern::{Pattern, Transposed};
@@ -211,7 +212,7 @@ fn walk_in_order(
                 met += usize::from(!colored);
             }
         }
-        let c = super::graph::first_free(&mut forbidden, 1, stamp)?;
+        let c = first_free(&mut forbidden, 1, stamp)?;
         cols[v].state = COLORED | c as u32;
         colors = colors.max(c + 1);
         for &w in &uncolored[..met] {

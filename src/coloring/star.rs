@@ -47,7 +47,8 @@
 //! its own degree. Measured (`nanprop-bench --hessian`, n = 10^4, two runs): a grid with one global
 //! variable 22-56 ms for all six orders (ColPack 23-41 ms), an arrowhead 2-4 ms (ColPack 5-7 ms).
 
-use super::graph::{first_free as first_free_color, Graph};
+use super::forbidden::first_free as first_free_color;
+use super::graph::Graph;
 use super::{Coloring, ColoringOptions, Order, Strategy};
 use crate::error::{filled, reserve, Error, Result};
 use crate::pattern::Pattern;
