@@ -4,26 +4,37 @@
 //!
 //! # Design
 //!
-//! Each column is colored once, by one walk over its rows: the colors of its colored
-//! neighbours are marked forbidden (the smallest free one is its color) and its uncolored
-//! neighbours are listed; then each listed neighbour to which the new color is new gains one
-//! step of saturation and moves up one bucket of the queue. A column reached through two rows
-//! is met twice, which changes nothing (a color forbidden twice, a color new only once), so
-//! no marker of distinct neighbours is needed, and the walk's loop has no branch.
+//! Every column knows the colors its colored neighbours hold: when a column takes color `c`,
+//! it tells each uncolored neighbour, and a neighbour to which `c` is new gains one step of
+//! saturation and moves up one bucket of the queue. So the column popped next finds its color
+//! without a walk, as the smallest color it has not been told ([`Seen::first_free`]), and
+//! each column is walked once, to tell its neighbours. A column reached through two rows is
+//! met twice, which changes nothing (a color is new only once), so no marker of distinct
+//! neighbours is needed.
+//!
+//! How the walk goes depends on how far the rows reach ([`Reach`]): on banded and mesh
+//! patterns one walk with a branch per neighbour (the records are in cache, and the branch
+//! follows the front of the order, colored behind and uncolored ahead); on patterns whose
+//! rows reach far-apart columns a first loop of loads only, without a branch, lists the
+//! uncolored neighbours, so their reads overlap, and a second tells them.
 //!
 //! On large patterns the cost is memory latency: every neighbour visit is a read at a
 //! scattered column, at the end of a chain of dependent reads (the column's rows, each row's
 //! place, its columns). So:
 //! * what the walk and the queue ask about a column sits in one 16-byte record ([`Column`]:
-//!   its color or its saturation, its place in its bucket, the colors below 64 it has seen),
-//!   one cache line where separate arrays took five; colors from 64 up are asked of [`Seen`];
-//! * on large patterns whose rows reach far-apart columns ([`scattered`]) the walk first asks
-//!   for each level of the chain ahead ([`prefetch_walk`]), so a level's reads overlap;
+//!   its color or its saturation, its place in its bucket, the colors below 64 it has been
+//!   told), one cache line where separate arrays took five; colors from 64 up are kept by
+//!   [`Seen`];
+//! * on large patterns whose rows reach far-apart columns ([`Reach::FarAndLarge`]) the walk
+//!   first asks for each level of the chain ahead ([`prefetch_walk`]), so a level's reads
+//!   overlap;
 //! * runs of equal rows (several unknowns per mesh node) are walked once ([`Walks`]).
 //!
-//! Measured (`nanprop-bench --coloring`, medians, the README's before/after table): random 5
-//! per row at n = 10^6 2.8 -> 1.4 s (the natural order 0.5-0.6 s), the FEM-like mesh with 4
-//! unknowns a node 8.5 -> 5.6 ms.
+//! Measured (`colprof`-style timing, min of 100-200 runs, against the natural-order greedy
+//! pass on the same pattern): banded (bandwidth 11) 10^4 3.3x -> 1.6x, 2-D 5-point stencil
+//! 100 x 100 3.3x -> 2.3x, FEM-like mesh with 4 unknowns a node 1.6x -> 1.1x, random 5 per
+//! row 10^4 2.5x -> 1.9x, after the color came from the neighbours' telling instead of a
+//! walk marking forbidden colors and the near patterns took one walk.
 //!
 //! # Ties
 //!
@@ -34,7 +45,6 @@
 //! column leaves its bucket by swapping with the bucket's last. None of the above changes
 //! which column goes next: the colorings are the ones of the plain algorithm.
 
-use super::forbidden::first_free;
 use super::seen::Seen;
 use crate::error::{filled, push, reserve, Result};
 use crate::pattern::{Pattern, Transposed};
@@ -149,15 +159,15 @@ pub(super) fn saturation(
     t: &Transposed,
     with_order: bool,
 ) -> Result<(Vec<u32>, Vec<u32>, usize)> {
-    walk_in_order(p, t, &Walks::new(p, t)?, scattered(p), with_order)
+    walk_in_order(p, t, &Walks::new(p, t)?, Reach::of(p), with_order)
 }
 
-/// [`saturation`], walking `walks` (with prefetching when `far`).
+/// [`saturation`], walking `walks` as suits `reach`.
 fn walk_in_order(
     p: &Pattern,
     t: &Transposed,
     walks: &Walks,
-    far: bool,
+    reach: Reach,
     with_order: bool,
 ) -> Result<(Vec<u32>, Vec<u32>, usize)> {
     let n = p.cols();
@@ -189,36 +199,52 @@ fn walk_in_order(
     if with_order {
         reserve(&mut order, n, "an order")?;
     }
-    // Slot 0 takes the writes of uncolored neighbours (no branch); color c is slot c + 1.
-    let mut forbidden: Vec<u32> = vec![u32::MAX];
     let mut colors = 0usize;
     while let Some(v) = q.pop() {
         if with_order {
             order.push(v as u32);
         }
-        let stamp = v as u32;
-        let mut met = 0;
+        // Every colored neighbour told `v` its color when it took it: the smallest color `v`
+        // has not seen is its color, with no walk over its colored neighbours.
+        let c = seen.first_free(cols[v].low, v);
+        debug_assert!((c as usize) < n, "at most one color per colored column");
+        cols[v].state = COLORED | c;
+        colors = colors.max(c as usize + 1);
         let rows = walks.rows(v);
-        if far {
-            prefetch_walk(p, rows, &cols);
-        }
-        for &i in rows {
-            for &k in p.row(i as usize) {
-                let state = cols[k as usize].state;
-                let colored = state & COLORED != 0;
-                let slot = if colored { (state & !COLORED) + 1 } else { 0 };
-                forbidden[slot as usize] = stamp;
-                uncolored[met] = k;
-                met += usize::from(!colored);
+        match reach {
+            Reach::Near if c < 64 => {
+                // One walk tells each neighbour the new color; the records are in cache and
+                // the branch follows the order's front (colored behind, uncolored ahead).
+                let bit = 1u64 << c;
+                for &i in rows {
+                    for &k in p.row(i as usize) {
+                        let col = &mut cols[k as usize];
+                        if col.state & COLORED == 0 && col.low & bit == 0 {
+                            col.low |= bit;
+                            q.raise(&mut cols, k as usize)?;
+                        }
+                    }
+                }
             }
-        }
-        let c = first_free(&mut forbidden, 1, stamp)?;
-        cols[v].state = COLORED | c as u32;
-        colors = colors.max(c + 1);
-        for &w in &uncolored[..met] {
-            let w = w as usize;
-            if w != v && seen.insert(&mut cols[w].low, w, c as u32)? {
-                q.raise(&mut cols, w)?;
+            _ => {
+                // First list the uncolored neighbours (repeats allowed) in a loop of loads
+                // only, without a branch, so the scattered reads overlap; then tell them.
+                if reach == Reach::FarAndLarge {
+                    prefetch_walk(p, rows, &cols);
+                }
+                let mut met = 0;
+                for &i in rows {
+                    for &k in p.row(i as usize) {
+                        uncolored[met] = k;
+                        met += usize::from(cols[k as usize].state & COLORED == 0);
+                    }
+                }
+                for &w in &uncolored[..met] {
+                    let w = w as usize;
+                    if seen.insert(&mut cols[w].low, w, c)? {
+                        q.raise(&mut cols, w)?;
+                    }
+                }
             }
         }
     }
@@ -227,24 +253,42 @@ fn walk_in_order(
     Ok((order, colors_of, colors))
 }
 
-/// Whether the walks' reads leave the caches: many columns (their records alone 1 MB, half
-/// this machine's L2) and rows whose columns lie far apart on average (4096 columns, 64 KB of
-/// records). There [`prefetch_walk`] pays (random 5 per row at n = 10^6: the order 1.6 ->
-/// 1.1 s); on banded and mesh patterns the cache already holds the walk and the extra loops
-/// only cost (banded n = 10^6: 0.28 -> 0.35 s).
-fn scattered(p: &Pattern) -> bool {
-    const MANY: usize = 1 << 16;
-    const FAR: usize = 1 << 12;
-    if p.cols() < MANY {
-        return false;
+/// How far a column's walk reaches, which decides how it is walked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    /// Rows whose columns lie close together on average (banded, meshes): the walk's records
+    /// stay in cache and the order moves as a front through them, so one walk with a branch
+    /// per neighbour is cheapest (against listing first: banded 10^4 1.6 -> 1.2 ms, the
+    /// FEM-like mesh 3.2 -> 2.9 ms, 2-D stencil 100 x 100 0.69 -> 0.56 ms).
+    Near,
+    /// Rows reaching far-apart columns: the neighbours are listed first by a loop of loads
+    /// only, so their reads overlap (random 10^4: 2.1 -> 1.4 ms against one walk with a
+    /// branch per neighbour).
+    Far,
+    /// As [`Reach::Far`], on a pattern whose records leave the caches: each level of the
+    /// walk is prefetched first ([`prefetch_walk`]; random 10^6: 1.6 -> 1.1 s).
+    FarAndLarge,
+}
+
+impl Reach {
+    /// Far: rows spanning 4096 columns (64 KB of records) on average; large: 2^16 columns
+    /// (their records alone 1 MB, half this machine's L2). On banded and mesh patterns the
+    /// cache holds the walk and prefetching only costs (banded n = 10^6: 0.28 -> 0.35 s).
+    fn of(p: &Pattern) -> Reach {
+        const LARGE: usize = 1 << 16;
+        const FAR: usize = 1 << 12;
+        let spread: usize = (0..p.rows())
+            .map(|i| match p.row(i) {
+                [first, .., last] => (last - first) as usize,
+                _ => 0,
+            })
+            .sum();
+        match (spread >= FAR * p.rows(), p.cols() >= LARGE) {
+            (false, _) => Reach::Near,
+            (true, false) => Reach::Far,
+            (true, true) => Reach::FarAndLarge,
+        }
     }
-    let spread: usize = (0..p.rows())
-        .map(|i| match p.row(i) {
-            [first, .., last] => (last - first) as usize,
-            _ => 0,
-        })
-        .sum();
-    spread >= FAR * p.rows()
 }
 
 /// Asks for what the walk over `rows` will read, level by level (the rows' places, their
@@ -343,13 +387,77 @@ mod tests {
             let t = p.transpose_structure().unwrap();
             let walks = Walks::new(p, &t).unwrap();
             assert_eq!(matches!(walks, Walks::Distinct(..)), k < 3, "pattern {k}");
-            let plain = walk_in_order(p, &t, &Walks::All(&t), false, true).unwrap();
+            let plain = walk_in_order(p, &t, &Walks::All(&t), Reach::Far, true).unwrap();
             assert!(super::super::check(p, &plain.1, plain.2).is_ok());
-            for far in [false, true] {
+            for reach in [Reach::Near, Reach::Far, Reach::FarAndLarge] {
                 assert_eq!(
-                    walk_in_order(p, &t, &walks, far, true).unwrap(),
+                    walk_in_order(p, &t, &walks, reach, true).unwrap(),
                     plain,
                     "pattern {k}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn each_step_takes_a_most_saturated_column_and_its_smallest_free_color() {
+        // Replayed naively: at each step, the distinct colors among every uncolored column's
+        // colored neighbours, recounted from scratch. Patterns with colors past 64 (a row of
+        // 90 columns, and random rows of 40) exercise the colors asked of `Seen`.
+        let wide = synthetic::from_rows(120, 150, |i, r| match i {
+            0 => r.extend(0..90),
+            _ => r.extend([i % 150, (7 * i + 3) % 150, (13 * i + 5) % 150]),
+        });
+        let patterns = [
+            wide,
+            synthetic::random_sparse(60, 120, 40, 2),
+            synthetic::stencil_2d(9),
+            synthetic::banded(80, 4),
+            synthetic::random_sparse(90, 90, 5, 3),
+        ];
+        for (k, p) in patterns.iter().enumerate() {
+            let t = p.transpose_structure().unwrap();
+            let neighbours = |v: usize| -> Vec<usize> {
+                let mut w: Vec<usize> = (t.row_idx[t.col_ptr[v]..t.col_ptr[v + 1]].iter())
+                    .flat_map(|&i| p.row(i as usize).iter().map(|&j| j as usize))
+                    .filter(|&j| j != v)
+                    .collect();
+                w.sort_unstable();
+                w.dedup();
+                w
+            };
+            for reach in [Reach::Near, Reach::Far, Reach::FarAndLarge] {
+                let (order, colors, count) =
+                    walk_in_order(p, &t, &Walks::new(p, &t).unwrap(), reach, true).unwrap();
+                assert_eq!(order.len(), p.cols(), "pattern {k}");
+                let mut color: Vec<Option<u32>> = vec![None; p.cols()];
+                let held = |v: usize, color: &[Option<u32>]| -> Vec<u32> {
+                    let mut c: Vec<u32> = neighbours(v).iter().filter_map(|&w| color[w]).collect();
+                    c.sort_unstable();
+                    c.dedup();
+                    c
+                };
+                for &v in &order {
+                    let v = v as usize;
+                    let most = (0..p.cols())
+                        .filter(|&w| color[w].is_none())
+                        .map(|w| held(w, &color).len())
+                        .max()
+                        .unwrap();
+                    let around = held(v, &color);
+                    assert_eq!(
+                        around.len(),
+                        most,
+                        "pattern {k}: column {v} not most saturated"
+                    );
+                    let free = (0..).find(|c| around.binary_search(c).is_err()).unwrap();
+                    assert_eq!(colors[v], free, "pattern {k}: column {v}");
+                    color[v] = Some(free);
+                }
+                assert_eq!(count, *colors.iter().max().unwrap() as usize + 1);
+                assert!(
+                    count > 64 || k > 1,
+                    "pattern {k} reaches colors past 64: {count}"
                 );
             }
         }

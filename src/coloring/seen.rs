@@ -48,6 +48,23 @@ impl Seen {
         self.insert_high(w, c)
     }
 
+    /// The smallest color column `w` has not seen among its neighbours, `low` being its colors
+    /// below 64: the smallest free color for `w` when every colored neighbour of `w` has
+    /// told it its color ([`Seen::insert`]).
+    #[inline]
+    pub(super) fn first_free(&self, low: u64, w: usize) -> u32 {
+        if low != u64::MAX {
+            return low.trailing_ones();
+        }
+        let set = match self.slot.get(w) {
+            Some(&slot) if slot != u32::MAX => &self.high[slot as usize],
+            _ => return 64,
+        };
+        let full = set.iter().take_while(|&&word| word == u64::MAX).count();
+        let next = set.get(full).map_or(0, |word| word.trailing_ones());
+        64 + 64 * full as u32 + next
+    }
+
     #[inline(never)]
     fn insert_high(&mut self, w: usize, c: u32) -> Result<bool> {
         let (word, bit) = ((c / 64 - 1) as usize, 1u64 << (c % 64));
@@ -89,6 +106,22 @@ mod tests {
                 let was = (w + c as usize).is_multiple_of(7);
                 assert_eq!(seen.insert(low, w, c).unwrap(), !was, "{w} {c}");
             }
+        }
+    }
+
+    #[test]
+    fn the_first_free_color_is_the_smallest_not_seen() {
+        // Per column: colors 0..k seen (k crossing 64 and whole words), then a gap, then more.
+        let mut seen = Seen::new(400);
+        let mut low = [0u64; 400];
+        for (w, low) in low.iter_mut().enumerate() {
+            assert_eq!(seen.first_free(*low, w), 0);
+            for c in (0..w as u32).chain(w as u32 + 1..w as u32 + 70) {
+                seen.insert(low, w, c).unwrap();
+            }
+            assert_eq!(seen.first_free(*low, w), w as u32, "column {w}");
+            seen.insert(low, w, w as u32).unwrap();
+            assert_eq!(seen.first_free(*low, w), w as u32 + 70, "column {w}");
         }
     }
 }
