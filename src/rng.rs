@@ -44,15 +44,36 @@ impl Rng {
 /// run, so a random choice made this way is reproducible without a generator's state (a
 /// request's random step is the same when a journal replays the trace).
 pub fn unit_from(keys: &[u64]) -> f64 {
-    let mix = |mut z: u64| {
-        // SplitMix64's finalizer.
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
-    let h = keys
-        .iter()
-        .fold(0x9E37_79B9_7F4A_7C15u64, |h, &k| mix(h ^ mix(k)));
+    match keys.split_last() {
+        Some((&last, shared)) => unit_after(unit_prefix(shared), last),
+        None => to_unit(START),
+    }
+}
+
+/// The keys `shared` mixed as [`unit_from`] mixes its leading keys: `unit_after(unit_prefix(a),
+/// k)` is `unit_from(a ++ [k])`, so drawing for many last keys (every input of one request)
+/// mixes the shared ones once.
+pub fn unit_prefix(shared: &[u64]) -> u64 {
+    shared.iter().fold(START, |h, &k| mix(h ^ mix(k)))
+}
+
+/// [`unit_from`] of the keys mixed into `prefix` ([`unit_prefix`]) followed by `last`.
+#[inline]
+pub fn unit_after(prefix: u64, last: u64) -> f64 {
+    to_unit(mix(prefix ^ mix(last)))
+}
+
+const START: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// SplitMix64's finalizer.
+#[inline]
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn to_unit(h: u64) -> f64 {
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -79,5 +100,28 @@ mod tests {
             mean.abs() < 0.03 && (var - 1.0).abs() < 0.05,
             "{mean} {var}"
         );
+    }
+
+    #[test]
+    fn a_shared_prefix_gives_the_values_of_the_whole_keys() {
+        // The values of the plain fold over all keys, written out here as the reference.
+        let reference = |keys: &[u64]| {
+            let mix = |mut z: u64| {
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^ (z >> 31)
+            };
+            let h = (keys.iter()).fold(0x9E37_79B9_7F4A_7C15u64, |h, &k| mix(h ^ mix(k)));
+            (h >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let shared = [7u64, 0, 3, 12];
+        let prefix = unit_prefix(&shared);
+        for j in [0u64, 1, 2, 999_999, u64::MAX] {
+            let keys = [7, 0, 3, 12, j];
+            assert_eq!(unit_from(&keys), reference(&keys));
+            assert_eq!(unit_after(prefix, j), reference(&keys));
+        }
+        assert_eq!(unit_from(&[]), reference(&[]));
+        assert_ne!(unit_after(prefix, 1), unit_after(prefix, 2));
     }
 }

@@ -541,8 +541,12 @@ impl TraceSession {
     /// no combination of inputs moves by equal or proportional steps (module docs). The
     /// perturbations of a NaN-intolerant input go up, down, and up by ten times more.
     pub fn finite_value(&self, id: usize, j: usize) -> f64 {
-        let x = self.x0[j];
-        let sign = if x < 0.0 { -1.0 } else { 1.0 };
+        self.finite_values(id)(j)
+    }
+
+    /// [`TraceSession::finite_value`] for request `id`, as a function of the input: what the
+    /// inputs share (the direction, the random draw's leading keys) is worked out once.
+    fn finite_values(&self, id: usize) -> impl Fn(usize) -> f64 + '_ {
         let (direction, scale) = match self.perturbation_of(id).map(|p| p % PERTURBATION_POINTS) {
             Some(1) => (-1.0, 1.0),
             Some(2) => (1.0, 10.0),
@@ -550,22 +554,25 @@ impl TraceSession {
             None if id < self.static_requests && id % self.per_probe() == 2 => (-1.0, 1.0),
             _ => (1.0, 1.0),
         };
-        let r = self.magnitude(id, j);
-        if matches!(self.stage, Stage::Checking(_)) {
-            return Check::value(x, id, r, self.check_precision);
+        let checking = matches!(self.stage, Stage::Checking(_));
+        let magnitude = self.magnitudes(id);
+        move |j| {
+            let x = self.x0[j];
+            let r = magnitude(j);
+            if checking {
+                return Check::value(x, id, r, self.check_precision);
+            }
+            let sign = if x < 0.0 { -1.0 } else { 1.0 };
+            x + self.options.verify_step * x.abs().max(1.0) * sign * direction * scale * r
         }
-        x + self.options.verify_step * x.abs().max(1.0) * sign * direction * scale * r
     }
 
-    /// The random factor in [0.5, 1.5) of input `j`'s step in request `id` of this step.
-    fn magnitude(&self, id: usize, j: usize) -> f64 {
-        0.5 + crate::rng::unit_from(&[
-            self.options.seed,
-            self.point,
-            self.step,
-            id as u64,
-            j as u64,
-        ])
+    /// The random factor in [0.5, 1.5) of each input's step in request `id` of this step, as
+    /// a function of the input.
+    fn magnitudes(&self, id: usize) -> impl Fn(usize) -> f64 {
+        let shared = [self.options.seed, self.point, self.step, id as u64];
+        let prefix = crate::rng::unit_prefix(&shared);
+        move |j| 0.5 + crate::rng::unit_after(prefix, j as u64)
     }
 
     /// Writes the input of request `id` into `x` (n values): `x0`, with the probe's tagged NaNs
@@ -588,11 +595,10 @@ impl TraceSession {
         let r = self.request(id);
         match r.kind {
             RequestKind::Baseline | RequestKind::Nan => r.probe.write_tags(x),
-            RequestKind::Finite => r
-                .probe
-                .cols()
-                .iter()
-                .for_each(|&j| x[j as usize] = self.finite_value(id, j as usize)),
+            RequestKind::Finite => {
+                let value = self.finite_values(id);
+                (r.probe.cols().iter()).for_each(|&j| x[j as usize] = value(j as usize))
+            }
         }
     }
 
@@ -748,6 +754,9 @@ impl TraceSession {
             unreachable!("told while checking")
         };
         let slack = self.tolerance;
+        // A class's two requests (2 c up, 2 c + 1 down) are the ones the check asks about.
+        let pair = id - id % 2;
+        let (up, down) = (self.magnitudes(pair), self.magnitudes(pair + 1));
         check.tell(
             id,
             y,
@@ -756,7 +765,12 @@ impl TraceSession {
             |id, j| {
                 // The step the black box sees: both ends in its own precision.
                 let p = self.check_precision;
-                let moved = Check::value(self.x0[j], id, self.magnitude(id, j), p);
+                let r = match id.wrapping_sub(pair) {
+                    0 => up(j),
+                    1 => down(j),
+                    _ => self.magnitudes(id)(j),
+                };
+                let moved = Check::value(self.x0[j], id, r, p);
                 (
                     p.round(moved) - p.round(self.x0[j]),
                     self.x0[j].abs().max(1.0),
