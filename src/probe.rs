@@ -20,7 +20,6 @@
 //! Outputs not finite at the baseline are skipped: they cannot be traced.
 
 use crate::codec::{self, Decoded};
-use bitvec::prelude::*;
 
 /// The inputs (0-based, sorted, distinct) that one evaluation tags with NaN.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,15 +118,26 @@ impl Probe {
         for &i in perturbed {
             hit(i, Hit::Perturbed);
         }
-        // Large probes: membership by a bitset over the columns instead of a binary search per
-        // changed output.
-        let members: Option<BitVec> = (self.global_ids && self.cols.len() > 64).then(|| {
-            let mut b = bitvec![0; *self.cols.last().unwrap() as usize + 1];
-            self.cols.iter().for_each(|&c| b.set(c as usize, true));
-            b
+        // Large probes: membership by a bitset over the columns (one word per 64) instead of a
+        // binary search per changed output; the search when the bitset cannot be allocated.
+        let members = match self.cols.last() {
+            Some(&last) if self.global_ids && self.cols.len() > 64 => {
+                crate::error::filled(0u64, last as usize / 64 + 1, "probe members").ok()
+            }
+            _ => None,
+        }
+        .map(|mut words| {
+            for &c in &self.cols {
+                words[c as usize / 64] |= 1 << (c % 64);
+            }
+            words
         });
         let col_of = |id: u32| match &members {
-            Some(b) => b.get(id as usize - 1).is_some_and(|m| *m).then_some(id - 1),
+            Some(words) => {
+                let c = id - 1;
+                let word = words.get(c as usize / 64).copied().unwrap_or(0);
+                (word >> (c % 64) & 1 != 0).then_some(c)
+            }
             None => self.col_of(id),
         };
         let mut via_float = 0;
