@@ -433,6 +433,31 @@ fn stationary(x: &[f64], y: &mut [f64], hidden: f64, scale: f64) {
 }
 
 #[test]
+fn an_output_at_zero_and_stationary_is_measured_against_the_outputs_typical_size() {
+    // Every tenth row sits at x_i = 0.75 (slope zero along x_i) with its neighbours chosen so
+    // that y_i is exactly 0: its two check slopes differ by curvature alone, and its own size
+    // (about the steps squared) would allow none. The allowance takes the median output size
+    // of f at x0 instead (0.125 here, scaled with f): no row is traced again, at any scale.
+    let n = 3000;
+    let mut x0 = vec![0.75; n];
+    for i in (5..n).step_by(10) {
+        x0[i - 1] = 0.625;
+    }
+    for scale in [1.0, 1e-9, 1e9] {
+        let mut f = |x: &[f64], y: &mut [f64]| {
+            stationary(x, y, 0.0, scale);
+            Ok(())
+        };
+        let mut y = vec![0.0; n];
+        stationary(&x0, &mut y, 0.0, scale);
+        assert!((5..n - 1).step_by(10).all(|i| y[i] == 0.0));
+        let p = trace(&mut f, n, &x0, &TraceOptions::default()).unwrap();
+        assert_eq!(p.col_idx(), synthetic::banded(n, 1).col_idx());
+        assert_eq!(p.report.rechecked_rows, 0, "scale {scale}");
+    }
+}
+
+#[test]
 fn a_stationary_point_along_a_traced_input_is_curvature_not_a_missed_dependency() {
     // At x_i = 0.75 the slope of y_i along x_i is zero, and the check's two slopes differ by
     // the curvature alone: no row is traced again, the check costs its two evaluations per
