@@ -415,7 +415,7 @@ fn a_budget_of_n_plus_one_keeps_what_the_check_could_not_reach() {
     assert_eq!(p.nnz(), 3 * m);
 }
 
-/// `scale` times y_i = (3 - 2 x_i) x_i - x_{i-1} - 2 x_{i+1}, plus `hidden` x_{i+7} behind a
+/// `scale` times y_i = (3 - 2 x_i) x_i + 1 - x_{i-1} - 2 x_{i+1}, plus `hidden` x_{i+7} behind a
 /// guard that puts 0.75 (its value at x0) in place of a NaN: the NaN leaves y_i bit for bit
 /// unchanged.
 fn stationary(x: &[f64], y: &mut [f64], hidden: f64, scale: f64) {

@@ -789,25 +789,37 @@ fn coloring_time_table() {
             }
         }),
     ));
-    // The median of repeated runs (this machine is shared: single runs of the same coloring
-    // moved by 2x): at least 5 and 0.5 s in all (at most 41), one run when a run takes 2 s or
-    // more (best-of at 10^6).
-    let time = |p: &Pattern, o: &ColoringOptions| {
-        let mut runs = Vec::new();
-        let mut colors = 0;
-        while runs.len() < 41 {
-            let start = Instant::now();
-            let c = coloring::color(p, o).expect("coloring");
-            runs.push(start.elapsed().as_secs_f64() * 1e3);
-            assert!(coloring::check(p, &c.colors, c.num_colors).is_ok());
-            colors = c.num_colors;
-            let total: f64 = runs.iter().sum();
-            if runs[0] >= 2e3 || (runs.len() >= 5 && total >= 500.0) {
+    // Repeated runs (this machine is shared: single runs of the same coloring moved by 2x):
+    // `run` makes one and returns its ms; at least 5 and 0.5 s in all (at most 41), one run
+    // when a run takes 2 s or more (best-of at 10^6).
+    fn repeat(mut run: impl FnMut() -> f64) {
+        let (mut runs, mut total) = (0, 0.0);
+        while runs < 41 {
+            let ms = run();
+            runs += 1;
+            total += ms;
+            if (runs == 1 && ms >= 2e3) || (runs >= 5 && total >= 500.0) {
                 break;
             }
         }
-        runs.sort_by(f64::total_cmp);
-        (runs[runs.len() / 2], colors)
+    }
+    fn median(mut v: Vec<f64>) -> f64 {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    }
+    // The median time of one coloring, and its colors.
+    let time = |p: &Pattern, o: &ColoringOptions| {
+        let (mut runs, mut colors) = (Vec::new(), 0);
+        repeat(|| {
+            let start = Instant::now();
+            let c = coloring::color(p, o).expect("coloring");
+            let ms = start.elapsed().as_secs_f64() * 1e3;
+            assert!(coloring::check(p, &c.colors, c.num_colors).is_ok());
+            colors = c.num_colors;
+            runs.push(ms);
+            ms
+        });
+        (median(runs), colors)
     };
     for (name, p) in cases {
         let mut cells = Vec::new();
@@ -834,8 +846,8 @@ fn coloring_time_table() {
             seed: 0,
             recolor_iterations: 0,
         };
-        let (mut pairs, mut defaults, mut k, mut total) = (Vec::new(), Vec::new(), 0, 0.0);
-        while pairs.len() < 41 {
+        let (mut pairs, mut defaults, mut k) = (Vec::new(), Vec::new(), 0);
+        repeat(|| {
             let start = Instant::now();
             coloring::color(&p, &natural_only).expect("coloring");
             let a = start.elapsed().as_secs_f64() * 1e3;
@@ -846,14 +858,9 @@ fn coloring_time_table() {
             k = c.num_colors;
             pairs.push(b / a.max(1e-6));
             defaults.push(b);
-            total += a + b;
-            if b >= 2e3 || (pairs.len() >= 5 && total >= 500.0) {
-                break;
-            }
-        }
-        pairs.sort_by(f64::total_cmp);
-        defaults.sort_by(f64::total_cmp);
-        let (ms, ratio) = (defaults[defaults.len() / 2], pairs[pairs.len() / 2]);
+            a + b
+        });
+        let (ms, ratio) = (median(defaults), median(pairs));
         let (best_ms, _) = time(
             &p,
             &ColoringOptions {

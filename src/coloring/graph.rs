@@ -100,7 +100,7 @@ impl<'a> Graph<'a> {
                     }
                 }
             }
-            let c = first_free(&mut forbidden, 0, stamp)?;
+            let c = first_free(&mut forbidden, stamp)?;
             color[v] = c as u32;
             colors = colors.max(c + 1);
         }

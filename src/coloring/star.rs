@@ -289,7 +289,7 @@ impl Adjacency<'_> {
                     forbidden[c as usize] = stamp;
                 }
             }
-            let c = first_free_color(&mut forbidden, 0, stamp)?;
+            let c = first_free_color(&mut forbidden, stamp)?;
             if c == met.len() {
                 crate::error::push(&mut met, NONE, "colors")?;
                 crate::error::push(&mut repeated, NONE, "colors")?;

@@ -61,9 +61,9 @@ pub const SLOPE_TOLERANCE: f64 = 1e-3;
 /// evaluations), and the median follows f's scale, so a small-scaled f keeps the test's power.
 /// It matters only where the slope is near zero (a stationary point along `x_j`: `(3 - 2 x) x`
 /// at `x = 0.75`), where the relative tolerance allows nothing and curvature alone had sent the
-/// row to be traced again. A missed dependency moves the two slopes apart by about its own first-order effect
-/// (the steps are independent), a million times more than this allows at the double
-/// precision step.
+/// row to be traced again. A missed dependency moves the two slopes apart by about its own
+/// first-order effect (the steps are independent), a million times more than this allows at
+/// the double precision step.
 pub const CURVATURE_ALLOWANCE: f64 = 100.0;
 
 /// Rows with more entries than this do not constrain the check's coloring: twice the mean

@@ -754,7 +754,7 @@ impl TraceSession {
             unreachable!("told while checking")
         };
         let slack = self.tolerance;
-        // A class's two requests (2 c up, 2 c + 1 down) are the ones the check asks about.
+        // The check asks about a class's two requests only (2 c up, 2 c + 1 down).
         let pair = id - id % 2;
         let (up, down) = (self.magnitudes(pair), self.magnitudes(pair + 1));
         check.tell(
@@ -765,11 +765,8 @@ impl TraceSession {
             |id, j| {
                 // The step the black box sees: both ends in its own precision.
                 let p = self.check_precision;
-                let r = match id.wrapping_sub(pair) {
-                    0 => up(j),
-                    1 => down(j),
-                    _ => self.magnitudes(id)(j),
-                };
+                debug_assert!(id == pair || id == pair + 1);
+                let r = if id == pair { up(j) } else { down(j) };
                 let moved = Check::value(self.x0[j], id, r, p);
                 (
                     p.round(moved) - p.round(self.x0[j]),
