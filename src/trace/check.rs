@@ -116,9 +116,9 @@ impl Check {
     /// entries and at least one claimed zero: the default one ([`coloring::Strategy::Auto`]:
     /// saturation, or the natural order first when rows are long; no recoloring), or on small
     /// patterns smallest-last when it needs fewer colors. A heavy row does not constrain the
-    /// colors (a dense row would need as many colors as it has
-    /// entries); where it has two traced columns in one class it cannot be checked there and
-    /// is traced again if it claims a zero in that class.
+    /// colors (a dense row would need as many colors as it has entries); where it has two
+    /// traced columns in one class it cannot be checked there and is traced again if it claims
+    /// a zero in that class.
     pub(crate) fn new(pattern: Pattern) -> Result<Self> {
         let (m, n) = (pattern.rows(), pattern.cols());
         let limit = heavy_row(&pattern);
