@@ -13,6 +13,7 @@
 //! * [`refine::Refine`]: payload-tagged, coarse-to-fine over contiguous blocks.
 
 pub mod chunked;
+mod parked;
 pub mod refine;
 
 use crate::error::Result;

@@ -118,7 +118,17 @@
 //! per row on sparse patterns. Every level passes over every row (a banded row keeps its band's
 //! block and that block's sibling at every level), and that per-row work, not the evaluations,
 //! is most of the library time at n = 10^6 (`nanprop-bench --scale`).
+//!
+//! A row whose candidates are exactly the children of its dependencies' blocks (a banded row
+//! from the first levels on) is *parked*: it stores no candidate, its block list is made from
+//! its dependencies (or taken from the row before when their dependencies share blocks), the
+//! tells look up whether one of its P blocks was in the probe in the runs of parked rows with
+//! one list, and the split has nothing to do for it unless the step showed it something new
+//! (`parked.rs`). The evaluations and the pattern are the ones of the stored rows; tridiagonal
+//! n = 10^6 keeps every row parked from the first split to the last level (0.84x the time of
+//! the whole trace).
 
+use super::parked::{for_each_block, same_blocks, span_tests, tests_in, Kind, Parked};
 use super::Planner;
 use crate::error::{collect, copied, filled, push, reserve, zero_bits, Error, Result};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
@@ -192,6 +202,8 @@ pub struct Refine {
     dep_idx: Vec<u32>,
     /// Dependencies found in the current step, merged into the CSR when it ends.
     new_deps: Vec<(u32, u32)>,
+    /// The pairs the last merge added (sorted, distinct).
+    merged: Vec<(u32, u32)>,
     /// Candidate blocks per row at the current level: CSR, sorted per row.
     cand_ptr: Vec<usize>,
     cand_idx: Vec<u32>,
@@ -221,6 +233,8 @@ pub struct Refine {
     onehot_told: BitVec,
     /// Whether the one-hot probes cover every unknown column (the cap allowed them all).
     onehot_complete: bool,
+    /// Rows whose candidates follow from their dependencies and are not stored (`parked.rs`).
+    parked: Parked,
 }
 
 impl Refine {
@@ -260,6 +274,7 @@ impl Refine {
             dep_ptr: filled(0, m + 1, "dependency pointers")?,
             dep_idx: Vec::new(),
             new_deps: Vec::new(),
+            merged: Vec::new(),
             cand_probe: filled(UNTESTED, cand_idx.len(), "candidate probes")?,
             cand_ptr,
             cand_idx,
@@ -275,6 +290,7 @@ impl Refine {
             onehot_cols: Vec::new(),
             onehot_told: BitVec::new(),
             onehot_complete: true,
+            parked: Parked::new(m)?,
         })
     }
 
@@ -318,13 +334,14 @@ impl Refine {
         }
     }
 
-    /// Whether the row with known dependencies `deps` and candidate entries `row` is
-    /// recognised dense at the end of this step (module docs), `s` being the next level and
-    /// `(dense_at, leaf_dense_at)` the thresholds the cap leaves. `changed_in` is scratch.
+    /// Whether the row with known dependencies `deps` and candidate blocks `blocks` (their
+    /// words in `words`) is recognised dense at the end of this step (module docs), `s` being
+    /// the next level and `(dense_at, leaf_dense_at)` the thresholds the cap leaves.
+    /// `changed_in` is scratch.
     fn recognised_dense(
         &self,
         deps: &[u32],
-        row: std::ops::Range<usize>,
+        (blocks, words): (&[u32], &[u32]),
         s: u32,
         (dense_at, leaf_dense_at): (usize, usize),
         changed_in: &mut Vec<u32>,
@@ -335,10 +352,9 @@ impl Refine {
         let (mut hit, mut unknown) = (0, 0);
         changed_in.clear();
         let mut d = 0;
-        for e in row.clone() {
-            let v = self.cand_probe[e];
+        for (&b, &v) in blocks.iter().zip(words) {
             let c = v & PROBE;
-            let (start, end) = self.block_range(self.cand_idx[e], self.shift);
+            let (start, end) = self.block_range(b, self.shift);
             while d < deps.len() && deps[d] < start {
                 d += 1;
             }
@@ -362,7 +378,7 @@ impl Refine {
             changed_in.dedup();
         }
         let lower = deps.len() + changed_in.len();
-        let blocks = row.len();
+        let blocks = blocks.len();
         Ok((blocks >= DENSE_MIN_BLOCKS
             && 4 * hit >= 3 * blocks
             && deps.len() >= DENSE_MIN
@@ -435,8 +451,11 @@ impl Refine {
 
     /// Merges `new_deps` into the dependency CSR (sorted, distinct per row): one sort of the
     /// new pairs and one merging pass, O(nnz + m + k log k) for k new pairs. The rows between
-    /// two rows with new pairs are copied as one stretch.
+    /// two rows with new pairs are copied as one stretch. The pairs are left in `merged`,
+    /// sorted, distinct, until the next merge (`advance` recovers from them the dependencies
+    /// a parked row's step was planned with).
     fn merge_deps(&mut self) -> Result<()> {
+        self.merged.clear();
         if self.new_deps.is_empty() {
             return Ok(());
         }
@@ -478,24 +497,139 @@ impl Refine {
         ptr.extend(self.dep_ptr[done + 1..=m].iter().map(|&p| p + shift));
         self.dep_ptr = ptr;
         self.dep_idx = idx;
-        new.clear();
-        self.new_deps = new; // keep the allocation for the next step
+        // The pairs stay for `advance`; the allocation of the emptied one serves the next step.
+        self.new_deps = std::mem::replace(&mut self.merged, new);
         Ok(())
+    }
+
+    /// Lets go of the last merge's pairs, keeping the larger allocation for the next step's.
+    fn release_merged(&mut self) {
+        let mut merged = std::mem::take(&mut self.merged);
+        merged.clear();
+        if merged.capacity() > self.new_deps.capacity() && self.new_deps.is_empty() {
+            self.new_deps = merged;
+        }
+    }
+
+    /// Appends to `idx` and `words` the candidate entries of a row parked at the current level
+    /// with dependencies `deps` (those the step was planned with), and the words the stored
+    /// row would have: UNTESTED for a Q block, a P block's color, with [`HIT`] when the row
+    /// changed in that probe (`changed`, sorted). Returns how many P blocks it holds in a
+    /// probe.
+    fn parked_entries(
+        &self,
+        deps: &[u32],
+        changed: &[u32],
+        idx: &mut Vec<u32>,
+        words: &mut Vec<u32>,
+    ) -> Result<usize> {
+        let most = deps.len() << BRANCH_BITS;
+        reserve(idx, most, "candidate blocks")?;
+        reserve(words, most, "candidate probes")?;
+        let mut p = 0;
+        for_each_block(
+            deps,
+            self.shift,
+            BRANCH_BITS,
+            self.n,
+            |b, kind| match kind {
+                Kind::Q => {
+                    idx.push(b);
+                    words.push(UNTESTED);
+                }
+                Kind::P => {
+                    let word = match self.parked.colors.get(b as usize) {
+                        Some(&c) if c != NONE && changed.binary_search(&c).is_ok() => c | HIT,
+                        Some(&c) if c != NONE => c,
+                        _ => UNTESTED,
+                    };
+                    idx.push(b);
+                    words.push(word);
+                    p += usize::from(word != UNTESTED);
+                }
+                Kind::Full => {}
+            },
+        );
+        Ok(p)
+    }
+
+    /// Writes every parked row back into the stored candidates, with the words the current
+    /// step gave it (before one probe per column, and before `finish` reads the candidates).
+    fn unpark_all(&mut self) -> Result<()> {
+        if self.parked.count == 0 {
+            return Ok(());
+        }
+        self.parked.sort_hits();
+        let hits = std::mem::take(&mut self.parked.hits);
+        let mut ptr = Vec::new();
+        reserve(&mut ptr, self.m + 1, "candidate pointers")?;
+        ptr.push(0);
+        let (mut idx, mut words) = (Vec::new(), Vec::new());
+        let most = self.cand_idx.len() + (self.dep_idx.len() << BRANCH_BITS);
+        reserve(&mut idx, most, "candidate blocks")?;
+        reserve(&mut words, most, "candidate probes")?;
+        let mut changed = Vec::new();
+        let mut h = 0;
+        for i in 0..self.m {
+            if self.parked.rows[i] {
+                changed.clear();
+                while h < hits.len() && hits[h].0 as usize == i {
+                    push(&mut changed, hits[h].1, "probes of a row")?;
+                    h += 1;
+                }
+                self.parked_entries(self.deps(i), &changed, &mut idx, &mut words)?;
+                self.parked.rows[i] = false;
+            } else {
+                let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
+                idx.extend_from_slice(&self.cand_idx[row.clone()]);
+                words.extend_from_slice(&self.cand_probe[row]);
+            }
+            ptr.push(idx.len());
+        }
+        self.parked.count = 0;
+        self.parked.listed_p = 0;
+        self.cand_ptr = ptr;
+        self.cand_idx = idx;
+        self.cand_probe = words;
+        Ok(())
+    }
+
+    /// Of a row's known dependencies `deps`, how many blocks at the current level hold one
+    /// and an unknown column.
+    fn open_dep_blocks(&self, deps: &[u32]) -> usize {
+        let (mut open, mut d) = (0, 0);
+        while d < deps.len() {
+            let (start, end) = self.block_range(deps[d] >> self.shift, self.shift);
+            let from = d;
+            while d < deps.len() && deps[d] < end {
+                d += 1;
+            }
+            open += usize::from(d - from < (end - start) as usize);
+        }
+        open
     }
 
     /// Ends a step and moves to the next level, in one pass over the candidates: drops those
     /// the step proved zero and splits the others, keeping the halves that still hold an
     /// unknown column (the step's new dependencies are merged first, so a half left with none
     /// goes at once). At the last level everything tested is resolved and nothing is left.
+    ///
+    /// Parked rows the step showed nothing new of stay parked with no work; the others are
+    /// written back and split like any row; a row whose survivors are exactly its
+    /// dependencies' open blocks is parked (`parked.rs`), except before the last level.
     fn advance(&mut self) -> Result<()> {
         if self.shift == 0 {
+            debug_assert_eq!(self.parked.count, 0);
             self.absorb()?;
             self.merge_deps()?;
+            self.release_merged();
             self.cand_ptr.iter_mut().for_each(|p| *p = 0);
             self.cand_idx.clear();
             self.cand_probe.clear();
             return Ok(());
         }
+        self.parked.sort_hits();
+        let hits = std::mem::take(&mut self.parked.hits);
         self.merge_deps()?;
         let bits = BRANCH_BITS.min(self.shift);
         let s = self.shift - bits;
@@ -503,9 +637,18 @@ impl Refine {
         reserve(&mut ptr, self.m + 1, "candidate pointers")?;
         ptr.push(0);
         let mut idx = Vec::new();
+        // For the stored rows; a parked row written back reserves its own below.
         reserve(&mut idx, self.cand_idx.len() << bits, "candidate blocks")?;
-        let (mut tested, mut changed) = (0usize, 0usize);
+        // The P blocks of the rows that stay parked were all tested, and none changed; those
+        // of rows written back are counted from their words.
+        let mut tested = self.parked.listed_p;
+        let mut changed = 0usize;
         let mut changed_in: Vec<u32> = Vec::new();
+        // A parked row written back: its step's dependencies, the probes it changed in, its
+        // entries and words.
+        let (mut step_deps, mut probes, mut back_idx, mut back_words) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut h, mut nd) = (0, 0);
         let leaf_dense_at = match self.cap {
             usize::MAX => usize::MAX,
             cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / 4),
@@ -516,19 +659,62 @@ impl Refine {
         };
         for i in 0..self.m {
             let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
-            let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
+            let hit = h < hits.len() && hits[h].0 as usize == i;
+            let (blocks, words) = if !self.parked.rows[i] {
+                let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
+                (&self.cand_idx[row.clone()], &self.cand_probe[row])
+            } else if hit || s == 0 {
+                // Written back: a P block changed or a dependency came (or the last level,
+                // which proves by changes, is next), with the words the stored row would have.
+                probes.clear();
+                while h < hits.len() && hits[h].0 as usize == i {
+                    push(&mut probes, hits[h].1, "probes of a row")?;
+                    h += 1;
+                }
+                while nd < self.merged.len() && (self.merged[nd].0 as usize) < i {
+                    nd += 1;
+                }
+                let from = nd;
+                while nd < self.merged.len() && self.merged[nd].0 as usize == i {
+                    nd += 1;
+                }
+                let step = match &self.merged[from..nd] {
+                    [] => deps,
+                    added => {
+                        step_deps.clear();
+                        reserve(&mut step_deps, deps.len(), "dependencies of a row")?;
+                        step_deps.extend(
+                            (deps.iter())
+                                .filter(|&&j| added.binary_search(&(i as u32, j)).is_err()),
+                        );
+                        &step_deps[..]
+                    }
+                };
+                back_idx.clear();
+                back_words.clear();
+                tested -= self.parked_entries(step, &probes, &mut back_idx, &mut back_words)?;
+                reserve(&mut idx, back_idx.len() << bits, "candidate blocks")?;
+                self.parked.rows[i] = false;
+                self.parked.count -= 1;
+                (&back_idx[..], &back_words[..])
+            } else {
+                ptr.push(idx.len()); // stays parked
+                continue;
+            };
             // Recognising a row dense takes DENSE_MIN known dependencies: most rows skip it.
             let is_dense = deps.len() >= DENSE_MIN
                 && self.recognised_dense(
                     deps,
-                    row.clone(),
+                    (blocks, words),
                     s,
                     (dense_at, leaf_dense_at),
                     &mut changed_in,
                 )?;
-            let mut d = 0;
-            for e in row {
-                let v = self.cand_probe[e];
+            let row_start = idx.len();
+            // Survivors, those holding a dependency, those holding one and an unknown column.
+            let (mut survivors, mut with_dep, mut open) = (0usize, 0usize, 0usize);
+            let (mut d, mut dd) = (0, 0);
+            for (&b, &v) in blocks.iter().zip(words) {
                 let c = v & PROBE;
                 if c != UNTESTED && self.told[c as usize] {
                     tested += 1;
@@ -537,17 +723,41 @@ impl Refine {
                     }
                     changed += 1;
                 }
-                let b = self.cand_idx[e];
+                let (start, end) = self.block_range(b, self.shift);
                 if is_dense {
                     // Recognised dense: the block's columns are kept, not refined.
-                    let (start, end) = self.block_range(b, self.shift);
                     push(&mut self.dense, (i as u32, start, end), "dense rows")?;
                     continue;
                 }
+                while dd < deps.len() && deps[dd] < start {
+                    dd += 1;
+                }
+                let from = dd;
+                while dd < deps.len() && deps[dd] < end {
+                    dd += 1;
+                }
+                survivors += 1;
+                with_dep += usize::from(dd > from);
+                open += usize::from(dd > from && dd - from < (end - start) as usize);
                 self.split_into(b, s, deps, &mut d, &mut idx);
+            }
+            if s > 0
+                && !is_dense
+                && survivors > 0
+                && with_dep == survivors
+                && deps.len() < DENSE_MIN
+                && open == self.open_dep_blocks(deps)
+            {
+                // Its children are its dependencies' blocks' children: not stored.
+                idx.truncate(row_start);
+                self.parked.rows[i] = true;
+                self.parked.count += 1;
             }
             ptr.push(idx.len());
         }
+        debug_assert_eq!(h, hits.len());
+        drop(hits);
+        self.release_merged();
         if tested > 0 {
             self.last_hit_rate = changed as f64 / tested as f64;
         }
@@ -573,6 +783,12 @@ impl Refine {
         // Byte flags: set once per candidate in the hottest loop, where they beat bit sets.
         let mut probed = filled(false, nblocks, "block flags")?;
         let mut is_cand = filled(false, nblocks, "block flags")?;
+        self.parked.colors = Vec::new();
+        self.parked.listed_p = 0;
+        self.parked.spans.clear();
+        if self.parked.count == 0 {
+            self.parked.spans = Vec::new();
+        }
         // One pass over the rows: which candidates are probeable (hold no known dependency),
         // and each row's blocks K_i, flagged P (a probeable candidate) or Q (holds a known
         // dependency), as CSR over the rows with a probeable candidate. An entry is the block
@@ -596,52 +812,102 @@ impl Refine {
         // Rows dense at this scale: usually none.
         let mut suspected: Vec<u32> = Vec::new();
         let mut k_idx: Vec<u32> = Vec::new();
+        // A stored row lists its candidates and its dependencies' blocks; a parked row its
+        // dependencies' blocks' children.
+        let parked_lists = match self.parked.count {
+            0 => self.dep_idx.len(),
+            _ => self.dep_idx.len() << BRANCH_BITS,
+        };
         reserve(
             &mut k_idx,
-            self.cand_idx.len() + self.dep_idx.len(),
+            self.cand_idx.len() + parked_lists,
             "block lists",
         )?;
         let (mut max_q, mut work) = (0usize, 0u64);
+        // The last parked row listed: its row, its list's length and P blocks.
+        let mut last_parked = (usize::MAX, 0usize, 0usize);
         for i in 0..self.m {
             let (a, b) = (self.cand_ptr[i], self.cand_ptr[i + 1]);
-            if a == b {
+            let parked = self.parked.rows[i];
+            if a == b && !parked {
                 continue;
             }
             let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
             let start = k_idx.len();
-            let (mut d, mut q, mut any_p) = (0, 0, false);
-            let mut push_q = |k_idx: &mut Vec<u32>, blk: u32| {
-                if k_idx.len() == start || *k_idx.last().unwrap() != blk {
-                    k_idx.push(blk);
-                    q += 1;
+            let (mut q, mut any_p) = (0, false);
+            let mut p = 0;
+            if parked {
+                // The same dependencies' blocks as the row before, parked too: the same list.
+                let (last, last_len, last_p) = last_parked;
+                if i > 0 && last == i - 1 && same_blocks(deps, self.deps(last), shift) {
+                    last_parked.0 = i;
+                    if last_p > 0 {
+                        lists.last_mut().unwrap().2 += 1;
+                        listed += last_len;
+                        work += (last_len * last_len) as u64;
+                        self.parked.listed_p += last_p;
+                        self.parked.extend_span(i as u32, lists.len() as u32 - 1)?;
+                    }
+                    continue;
                 }
-            };
-            for e in a..b {
-                let blk = self.cand_idx[e];
-                is_cand[blk as usize] = true;
-                while d < deps.len() && deps[d] >> shift < blk {
+                // Its candidates are its dependencies' blocks' children (`parked.rs`).
+                for_each_block(deps, shift, BRANCH_BITS, self.n, |blk, kind| match kind {
+                    Kind::P => {
+                        is_cand[blk as usize] = true;
+                        probed[blk as usize] = true;
+                        k_idx.push(blk | P_FLAG);
+                        p += 1;
+                    }
+                    Kind::Q => {
+                        is_cand[blk as usize] = true;
+                        k_idx.push(blk);
+                        q += 1;
+                    }
+                    Kind::Full => {
+                        k_idx.push(blk);
+                        q += 1;
+                    }
+                });
+                self.parked.listed_p += p;
+                any_p = p > 0;
+            } else {
+                let mut d = 0;
+                let mut push_q = |k_idx: &mut Vec<u32>, blk: u32| {
+                    if k_idx.len() == start || *k_idx.last().unwrap() != blk {
+                        k_idx.push(blk);
+                        q += 1;
+                    }
+                };
+                for e in a..b {
+                    let blk = self.cand_idx[e];
+                    is_cand[blk as usize] = true;
+                    while d < deps.len() && deps[d] >> shift < blk {
+                        push_q(&mut k_idx, deps[d] >> shift);
+                        d += 1;
+                    }
+                    if d < deps.len() && deps[d] >> shift == blk {
+                        self.cand_probe[e] = UNTESTED; // holds a known dependency
+                        push_q(&mut k_idx, blk);
+                        while d < deps.len() && deps[d] >> shift == blk {
+                            d += 1;
+                        }
+                    } else {
+                        self.cand_probe[e] = 0; // probeable; its color is set below
+                        probed[blk as usize] = true;
+                        k_idx.push(blk | P_FLAG);
+                        any_p = true;
+                    }
+                }
+                while d < deps.len() {
                     push_q(&mut k_idx, deps[d] >> shift);
                     d += 1;
                 }
-                if d < deps.len() && deps[d] >> shift == blk {
-                    self.cand_probe[e] = UNTESTED; // holds a known dependency
-                    push_q(&mut k_idx, blk);
-                    while d < deps.len() && deps[d] >> shift == blk {
-                        d += 1;
-                    }
-                } else {
-                    self.cand_probe[e] = 0; // probeable; its color is set below
-                    probed[blk as usize] = true;
-                    k_idx.push(blk | P_FLAG);
-                    any_p = true;
-                }
-            }
-            while d < deps.len() {
-                push_q(&mut k_idx, deps[d] >> shift);
-                d += 1;
             }
             if !any_p {
                 k_idx.truncate(start);
+                if parked {
+                    last_parked = (i, 0, 0);
+                }
                 continue;
             }
             let len = k_idx.len() - start;
@@ -653,6 +919,9 @@ impl Refine {
                 // one probe per column). The row would make the coloring compress nothing; it
                 // is left out of it, and its P blocks are tested only where no Q block of its
                 // shares their probe (below).
+                // (Never a parked row: it has fewer than DENSE_MIN dependencies, and at most
+                // two blocks for each.)
+                debug_assert!(!parked);
                 k_idx.truncate(start);
                 push(&mut suspected, i as u32, "rows")?;
                 continue;
@@ -664,20 +933,25 @@ impl Refine {
             let blind = if q == 0 { P_FLAG } else { 0 };
             // The same list as the row before (a band's rows inside one block, at every level
             // but the finest): one more row of weight for that list.
-            if let Some(&(prev, _, _)) = lists.last() {
+            let same = lists.last().is_some_and(|&(prev, _, _)| {
                 let prev_start = (prev & !P_FLAG) as usize;
                 // Element by element: the lists are short, a memcmp call costs more.
-                let same = start - prev_start == len
+                prev & P_FLAG == blind
+                    && start - prev_start == len
                     && (k_idx[prev_start..start].iter())
                         .zip(&k_idx[start..])
-                        .all(|(a, b)| a == b);
-                if prev & P_FLAG == blind && same {
-                    k_idx.truncate(start);
-                    lists.last_mut().unwrap().2 += 1;
-                    continue;
-                }
+                        .all(|(a, b)| a == b)
+            });
+            if same {
+                k_idx.truncate(start);
+                lists.last_mut().unwrap().2 += 1;
+            } else {
+                lists.push((start as u32 | blind, start as u32, 1));
             }
-            lists.push((start as u32 | blind, start as u32, 1));
+            if parked {
+                self.parked.extend_span(i as u32, lists.len() as u32 - 1)?;
+                last_parked = (i, len, p);
+            }
         }
         if lists.is_empty() && suspected.is_empty() {
             return Ok(None);
@@ -782,6 +1056,11 @@ impl Refine {
             }
         }
         let colors = palette.len();
+        // The probes each run of parked rows is tested in, for the tells.
+        self.parked.set_masks(P_FLAG, |r| {
+            // Colored so far: all its P blocks (every P block is probed), in its fill.
+            &seen[(lists[r].0 & !P_FLAG) as usize..lists[r].1 as usize]
+        });
         drop((t_ptr, t_idx, lists, seen));
 
         // Dense at this scale: the coloring compresses nothing and the last step's tested
@@ -846,6 +1125,10 @@ impl Refine {
             }
         }
         self.told = filled(false, colors, "probes told")?;
+        if self.parked.count > 0 {
+            // Which probe tests a parked row's P block, for the tells.
+            self.parked.colors = color;
+        }
         let n = self.n;
         Ok(Some(collect(
             cols.into_iter().map(|c| Probe::new(c, n)),
@@ -857,6 +1140,7 @@ impl Refine {
     /// cap leaves, to one probe for each of the columns unknown for the most rows (the others
     /// stay unresolved).
     fn start_onehot(&mut self) -> Result<Vec<Probe>> {
+        self.unpark_all()?;
         let shift = self.shift;
         // How many rows hold each column in a candidate block (a difference array).
         let mut count = Vec::new();
@@ -986,7 +1270,7 @@ impl Planner for Refine {
             }
         }
         loop {
-            if self.cand_idx.is_empty() {
+            if self.cand_idx.is_empty() && self.parked.count == 0 {
                 self.mode = Mode::Done;
                 return Ok(Vec::new());
             }
@@ -1004,6 +1288,14 @@ impl Planner for Refine {
         let (new_deps, pert_deps) = (&mut self.new_deps, &mut self.pert_deps);
         let (cand_ptr, cand_probe) = (&self.cand_ptr, &mut self.cand_probe);
         let (dep_ptr, dep_idx) = (&self.dep_ptr, &self.dep_idx);
+        let (parked, colors, hits, spans) = (
+            &self.parked.rows,
+            &self.parked.colors,
+            &mut self.parked.hits,
+            &self.parked.spans,
+        );
+        let (shift, n) = (self.shift, self.n);
+        let mut cursor = 0;
         let mut room = true;
         let via_float = probe.observe(&self.baseline, y, perturbed, |i, hit| match mode {
             Mode::OneHot => {
@@ -1013,12 +1305,25 @@ impl Planner for Refine {
                 }
             }
             _ => {
+                let known = &dep_idx[dep_ptr[i as usize]..dep_ptr[i as usize + 1]];
+                let mut new_dep = false;
                 if let Hit::Dep(j) = hit {
                     // A probe holding a known dependency of the row re-reports it: skip those.
-                    let known = &dep_idx[dep_ptr[i as usize]..dep_ptr[i as usize + 1]];
                     if known.binary_search(&j).is_err() {
                         room &= push(new_deps, (i, j), "dependencies").is_ok();
+                        new_dep = true;
                     }
+                }
+                if parked[i as usize] {
+                    // What the stored row would mark: its P blocks in this probe changed.
+                    let tested = match spans.is_empty() {
+                        false => span_tests(spans, i, k as u32, &mut cursor),
+                        true => tests_in(colors, known, shift, BRANCH_BITS, n, k as u32),
+                    };
+                    if new_dep || tested {
+                        room &= push(hits, (i, k as u32), "parked rows' outcomes").is_ok();
+                    }
+                    return;
                 }
                 let mark = match hit {
                     Hit::Perturbed => HIT | PERT,
@@ -1055,15 +1360,33 @@ impl Planner for Refine {
                         && self.deps(i).binary_search(&j).is_err()
                 })
             }
-            _ => (0..self.m).any(|i| {
-                unchanged(i)
-                    && (self.cand_probe[self.cand_ptr[i]..self.cand_ptr[i + 1]].iter())
-                        .any(|&v| v & PROBE == k as u32)
-            }),
+            _ => {
+                let mut cursor = 0;
+                (0..self.m).any(|i| {
+                    unchanged(i)
+                        && match self.parked.rows[i] {
+                            true if !self.parked.spans.is_empty() => {
+                                span_tests(&self.parked.spans, i as u32, k as u32, &mut cursor)
+                            }
+                            true => tests_in(
+                                &self.parked.colors,
+                                self.deps(i),
+                                self.shift,
+                                BRANCH_BITS,
+                                self.n,
+                                k as u32,
+                            ),
+                            false => (self.cand_probe[self.cand_ptr[i]..self.cand_ptr[i + 1]]
+                                .iter())
+                            .any(|&v| v & PROBE == k as u32),
+                        }
+                })
+            }
         }
     }
 
     fn finish(mut self: Box<Self>, mut builder: PatternBuilder) -> Result<Pattern> {
+        self.unpark_all()?;
         self.absorb()?;
         self.merge_deps()?;
         let onehot = self.mode == Mode::OneHot;

@@ -1,0 +1,229 @@
+//! Parked rows of the payload planner: rows whose candidate blocks follow from their known
+//! dependencies, so that they are not stored.
+//!
+//! # Why
+//!
+//! On a banded pattern every row learns its few dependencies within the first levels; from then
+//! on, at each level, its candidates are the blocks holding its dependencies (Q blocks: never
+//! testable, split again) and their siblings (P blocks: tested, unchanged, dropped). Stored
+//! per row, those candidates are written, split, listed and marked at each of the
+//! `log2 n` levels: most of the planner's time at n = 10^6. Yet they are a function of the
+//! dependencies alone.
+//!
+//! # The invariant
+//!
+//! A row is *parked* at level `s` when its candidate blocks are exactly the children (at `s`)
+//! of the blocks one level up that hold one of its known dependencies, minus the children made
+//! of known dependencies only. [`for_each_block`] lists them (with the children made of
+//! dependencies only, which the coloring also needs, as Q blocks); the planner stores no
+//! candidate entry for the row.
+//!
+//! A row becomes parked when a step ends with every surviving candidate holding a dependency
+//! and every block holding a dependency (with an unknown column) surviving: then splitting the
+//! survivors gives exactly the children of its dependencies' blocks. It stays parked through
+//! a step in which each of its P blocks came out unchanged and no new dependency came: the P
+//! blocks are dropped, the Q blocks split, and the invariant holds one level down with the
+//! same dependencies, with no work for the row at all. A step in which a parked row changed in
+//! a probe holding one of its P blocks, or brought a new dependency, is recorded as a
+//! `(row, probe)` pair ([`Parked::hits`]); at the end of the step such a row is written back
+//! as stored candidates (with the outcome words the stored row would have had) and goes
+//! through the ordinary split. Rows are written back too before the last level (where
+//! every conflict is hard and a change is a proof), before one probe per column, and at
+//! `finish`.
+//!
+//! Rows with [`super::refine`]'s dense-row count of dependencies or more are never parked:
+//! recognising a dense row reads its stored candidates.
+
+use crate::error::{filled, push, Result};
+
+/// What a block listed by [`for_each_block`] is for the row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// Holds no known dependency: a probeable candidate.
+    P,
+    /// Holds a known dependency and an unknown column: a candidate that cannot be tested.
+    Q,
+    /// Holds known dependencies only: not a candidate, but a Q block for the coloring.
+    Full,
+}
+
+/// Calls `f(block, kind)`, in increasing block order, for each child at level `s` (blocks of
+/// `2^s` columns of `n`) of each block at level `s + bits` holding one of `deps` (sorted,
+/// distinct): the blocks of a row parked at level `s`.
+#[inline]
+pub(super) fn for_each_block(
+    deps: &[u32],
+    s: u32,
+    bits: u32,
+    n: usize,
+    mut f: impl FnMut(u32, Kind),
+) {
+    let n = n as u64;
+    let mut d = 0;
+    while d < deps.len() {
+        let first = u64::from(deps[d] >> (s + bits)) << bits;
+        for child in first..first + (1 << bits) {
+            let start = child << s;
+            if start >= n {
+                break;
+            }
+            let end = ((child + 1) << s).min(n);
+            let from = d;
+            while d < deps.len() && u64::from(deps[d]) < end {
+                d += 1;
+            }
+            let kind = match (d - from) as u64 {
+                0 => Kind::P,
+                k if k < end - start => Kind::Q,
+                _ => Kind::Full,
+            };
+            f(child as u32, kind);
+        }
+    }
+}
+
+/// The parked rows and what the current step showed of them (module docs).
+pub(super) struct Parked {
+    /// Whether each row is parked.
+    pub rows: Vec<bool>,
+    /// How many rows are parked.
+    pub count: usize,
+    /// `(row, probe)`: a parked row changed in a probe holding one of its P blocks, or the probe
+    /// brought it a new dependency. Unordered until [`Parked::sort_hits`].
+    pub hits: Vec<(u32, u32)>,
+    /// The colors of the current level's blocks (`u32::MAX`: not probed); empty when no row
+    /// is parked or the level was not colored.
+    pub colors: Vec<u32>,
+    /// The P blocks of parked rows listed at the current level (all tested once the step is
+    /// told: parked rows never hold a block out of its probe).
+    pub listed_p: usize,
+    /// Runs of consecutive parked rows with the same list at the current level, in row
+    /// order: `(first row, end row, x)`, x being the list's ordinal while the level is
+    /// planned, then the probes holding one of its P blocks as a bit set
+    /// ([`Parked::set_masks`]). Empty when a probe number is 64 or more: then the tells
+    /// look at the row's blocks ([`tests_in`]).
+    pub spans: Vec<(u32, u32, u64)>,
+}
+
+impl Parked {
+    /// No row parked, for `m` rows.
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when the m flags do not fit.
+    pub fn new(m: usize) -> Result<Self> {
+        Ok(Parked {
+            rows: filled(false, m, "parked rows")?,
+            count: 0,
+            hits: Vec::new(),
+            colors: Vec::new(),
+            listed_p: 0,
+            spans: Vec::new(),
+        })
+    }
+
+    /// Counts parked row `i` (listed after every row before it) in the span of list `list`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory).
+    #[inline]
+    pub fn extend_span(&mut self, i: u32, list: u32) -> Result<()> {
+        match self.spans.last_mut() {
+            Some(span) if span.1 == i && span.2 == u64::from(list) => span.1 += 1,
+            _ => push(
+                &mut self.spans,
+                (i, i + 1, u64::from(list)),
+                "runs of parked rows",
+            )?,
+        }
+        Ok(())
+    }
+
+    /// Turns each span's list ordinal into the set of probes holding one of its P blocks:
+    /// `colors(r)` gives list r's blocks, as color with `p_flag` set on P blocks. Leaves no
+    /// spans when a P block's probe is 64 or more.
+    pub fn set_masks<'a>(&mut self, p_flag: u32, colors: impl Fn(usize) -> &'a [u32]) {
+        for span in &mut self.spans {
+            let mut mask = 0u64;
+            for &c in colors(span.2 as usize) {
+                if c & p_flag != 0 {
+                    match 1u64.checked_shl(c & !p_flag) {
+                        Some(bit) => mask |= bit,
+                        None => {
+                            self.spans = Vec::new();
+                            return;
+                        }
+                    }
+                }
+            }
+            span.2 = mask;
+        }
+    }
+
+    /// Sorts the hits by row, then probe, each once.
+    pub fn sort_hits(&mut self) {
+        self.hits.sort_unstable();
+        self.hits.dedup();
+    }
+}
+
+/// Whether two rows' dependencies (sorted) have the same blocks at level `s`, each block with
+/// as many of them: then their parked blocks are the same.
+#[inline]
+pub(super) fn same_blocks(a: &[u32], b: &[u32], s: u32) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x >> s == y >> s)
+}
+
+/// Whether a row parked at level `s` with dependencies `deps` holds a P block that `colors`
+/// (the level's block colors, `u32::MAX` or missing: not probed) puts in probe `k`.
+#[inline]
+pub(super) fn tests_in(colors: &[u32], deps: &[u32], s: u32, bits: u32, n: usize, k: u32) -> bool {
+    let mut found = false;
+    for_each_block(deps, s, bits, n, |b, kind| {
+        found |= kind == Kind::P && colors.get(b as usize) == Some(&k);
+    });
+    found
+}
+
+/// Whether parked row `i` holds a P block in probe `k`, from [`Parked::spans`] (`cursor`: where the
+/// last call left off; rows come in increasing order, but a restart is found again).
+#[inline]
+pub(super) fn span_tests(spans: &[(u32, u32, u64)], i: u32, k: u32, cursor: &mut usize) -> bool {
+    if *cursor > 0 && spans.get(*cursor - 1).is_some_and(|s| s.1 > i) {
+        *cursor = spans.partition_point(|s| s.1 <= i);
+    }
+    while *cursor < spans.len() && spans[*cursor].1 <= i {
+        *cursor += 1;
+    }
+    spans
+        .get(*cursor)
+        .is_some_and(|s| s.0 <= i && k < 64 && s.2 >> k & 1 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks(deps: &[u32], s: u32, n: usize) -> Vec<(u32, Kind)> {
+        let mut v = Vec::new();
+        for_each_block(deps, s, 1, n, |b, k| v.push((b, k)));
+        v
+    }
+
+    #[test]
+    fn children_of_the_dependencies_blocks() {
+        // Blocks of 4 at level 2; parents of 8. Deps 9, 10, 11 in block 2 (8..12); parent 1
+        // (8..16) has children 2 and 3: 2 is Q, 3 is P.
+        assert_eq!(blocks(&[9, 10, 11], 2, 100), [(2, Kind::Q), (3, Kind::P)]);
+        // Deps straddling two parents: 7 (parent 0, block 1) and 8 (parent 1, block 2).
+        assert_eq!(
+            blocks(&[7, 8], 2, 100),
+            [(0, Kind::P), (1, Kind::Q), (2, Kind::Q), (3, Kind::P)]
+        );
+        // Blocks of 1 made of a dependency are Full.
+        assert_eq!(blocks(&[4, 5], 0, 100), [(4, Kind::Full), (5, Kind::Full)]);
+        assert_eq!(blocks(&[4], 0, 100), [(4, Kind::Full), (5, Kind::P)]);
+        // A child past n is not listed; a short last block counts its own columns.
+        assert_eq!(blocks(&[8], 2, 10), [(2, Kind::Q)]);
+        assert_eq!(blocks(&[8, 9], 2, 10), [(2, Kind::Full)]);
+    }
+}
