@@ -1208,22 +1208,24 @@ impl Palette {
     /// blind soft, soft) conflicts when it has neither hard nor blind soft ones, or the palette
     /// holds `cap` colors already; otherwise a new color. Clears the counts for the next block.
     fn choose(&mut self, cap: usize) -> Result<u32> {
-        let key = |k: &[u32; 4]| (k[HARD], k[BLIND_SOFT], k[SOFT]);
-        let best = (0..self.counts.len()).min_by_key(|&c| key(&self.counts[c]));
-        let c = match best {
-            Some(c)
-                if (self.counts[c][HARD] == 0 && self.counts[c][BLIND_SOFT] == 0)
-                    || self.len() >= cap =>
-            {
-                c
+        // The first color with the fewest (hard, blind soft, soft), the three as one number,
+        // found in the pass that clears the counts.
+        let mut best = (u128::MAX, 0);
+        for (c, k) in self.counts.iter_mut().enumerate() {
+            let key =
+                u128::from(k[HARD]) << 64 | u128::from(k[BLIND_SOFT]) << 32 | u128::from(k[SOFT]);
+            if key < best.0 {
+                best = (key, c);
             }
-            _ => {
-                push(&mut self.counts, [0; 4], "colors")?;
-                self.len() - 1
-            }
-        };
-        self.counts.iter_mut().for_each(|k| *k = [0; 4]);
-        Ok(c as u32)
+            *k = [0; 4];
+        }
+        let (key, c) = best;
+        // Neither hard nor blind soft conflicts, or no room for another color: the best one.
+        if key >> 32 == 0 || (self.len() >= cap && key != u128::MAX) {
+            return Ok(c as u32);
+        }
+        push(&mut self.counts, [0; 4], "colors")?;
+        Ok(self.len() as u32 - 1)
     }
 }
 
