@@ -121,14 +121,17 @@
 //!
 //! A row whose candidates are exactly the children of its dependencies' blocks (a banded row
 //! from the first levels on) is *parked*: it stores no candidate, its block list is made from
-//! its dependencies (or taken from the row before when their dependencies share blocks), the
-//! tells look up whether one of its P blocks was in the probe in the runs of parked rows with
-//! one list, and the split has nothing to do for it unless the step showed it something new
-//! (`parked.rs`). The evaluations and the pattern are the ones of the stored rows; tridiagonal
-//! n = 10^6 keeps every row parked from the first split to the last level (0.84x the time of
-//! the whole trace).
+//! its dependencies (a run of rows whose dependencies share blocks at this level is listed at
+//! once), the tells look up whether one of its P blocks was in the probe in the runs of parked
+//! rows with one list, and the split has nothing to do for it unless the step showed it
+//! something new (`parked.rs`). The evaluations and the pattern are the ones of the stored
+//! rows. Tridiagonal n = 10^6 keeps every row parked from the first split to the last level:
+//! the whole trace takes 0.84x the time it took with every row stored, and 0.96x again with the
+//! runs listed at once.
 
-use super::parked::{for_each_block, same_blocks, span_tests, tests_in, Kind, Parked};
+use super::parked::{
+    for_each_block, shared_from, span_tests, tests_in, Kind, Parked, ALONE, STORED,
+};
 use super::Planner;
 use crate::error::{collect, copied, filled, push, reserve, zero_bits, Error, Result};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
@@ -571,14 +574,14 @@ impl Refine {
         let mut changed = Vec::new();
         let mut h = 0;
         for i in 0..self.m {
-            if self.parked.rows[i] {
+            if self.parked.is_parked(i) {
                 changed.clear();
                 while h < hits.len() && hits[h].0 as usize == i {
                     push(&mut changed, hits[h].1, "probes of a row")?;
                     h += 1;
                 }
                 self.parked_entries(self.deps(i), &changed, &mut idx, &mut words)?;
-                self.parked.rows[i] = false;
+                self.parked.rows[i] = STORED;
             } else {
                 let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
                 idx.extend_from_slice(&self.cand_idx[row.clone()]);
@@ -657,10 +660,28 @@ impl Refine {
             usize::MAX => usize::MAX,
             cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / DENSE_DIVISOR),
         };
+        // Rows parked or written back in this step, whose codes (and their successors') are
+        // made again at the end.
+        let mut touched: Vec<u32> = Vec::new();
+        let mut skip_to = 0;
         for i in 0..self.m {
-            let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
+            if i < skip_to {
+                continue;
+            }
             let hit = h < hits.len() && hits[h].0 as usize == i;
-            let (blocks, words) = if !self.parked.rows[i] {
+            if self.parked.is_parked(i) && !hit && s > 0 {
+                // Parked rows up to the next stored row or hit: they stay parked.
+                let next_hit = hits.get(h).map_or(self.m, |&(r, _)| r as usize);
+                let stop = (self.parked.rows[i..next_hit].iter())
+                    .position(|&c| c == STORED)
+                    .map_or(next_hit, |k| i + k);
+                ptr.extend(std::iter::repeat_n(idx.len(), stop - i));
+                skip_to = stop;
+                continue;
+            }
+            let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
+            let was_parked = self.parked.is_parked(i);
+            let (blocks, words) = if !was_parked {
                 let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
                 (&self.cand_idx[row.clone()], &self.cand_probe[row])
             } else if hit || s == 0 {
@@ -694,7 +715,7 @@ impl Refine {
                 back_words.clear();
                 tested -= self.parked_entries(step, &probes, &mut back_idx, &mut back_words)?;
                 reserve(&mut idx, back_idx.len() << bits, "candidate blocks")?;
-                self.parked.rows[i] = false;
+                self.parked.rows[i] = STORED;
                 self.parked.count -= 1;
                 (&back_idx[..], &back_words[..])
             } else {
@@ -750,10 +771,24 @@ impl Refine {
             {
                 // Its children are its dependencies' blocks' children: not stored.
                 idx.truncate(row_start);
-                self.parked.rows[i] = true;
+                self.parked.rows[i] = ALONE;
                 self.parked.count += 1;
             }
+            if was_parked || self.parked.is_parked(i) {
+                push(&mut touched, i as u32, "rows")?;
+            }
             ptr.push(idx.len());
+        }
+        // A parked row's code: from which level on it has the blocks of the row before.
+        for &t in &touched {
+            for r in [t as usize, t as usize + 1] {
+                if r < self.m && self.parked.is_parked(r) {
+                    self.parked.rows[r] = match r > 0 && self.parked.is_parked(r - 1) {
+                        true => shared_from(self.deps(r), self.deps(r - 1)),
+                        false => ALONE,
+                    };
+                }
+            }
         }
         debug_assert_eq!(h, hits.len());
         drop(hits);
@@ -826,9 +861,35 @@ impl Refine {
         let (mut max_q, mut work) = (0usize, 0u64);
         // The last parked row listed: its row, its list's length and P blocks.
         let mut last_parked = (usize::MAX, 0usize, 0usize);
+        let mut skip_to = 0;
         for i in 0..self.m {
+            if i < skip_to {
+                continue;
+            }
+            let code = self.parked.rows[i];
+            if code as u32 <= shift {
+                // Parked rows with the blocks of the parked row before (their codes say so):
+                // its list, weighted by their count.
+                let end = (self.parked.rows[i..].iter())
+                    .position(|&c| c as u32 > shift)
+                    .map_or(self.m, |k| i + k);
+                let w = end - i;
+                let (last, last_len, last_p) = last_parked;
+                debug_assert_eq!(last + 1, i);
+                last_parked.0 = end - 1;
+                if last_p > 0 {
+                    lists.last_mut().unwrap().2 += w as u32;
+                    listed += w * last_len;
+                    work += (w * last_len * last_len) as u64;
+                    self.parked.listed_p += w * last_p;
+                    let list = lists.len() as u32 - 1;
+                    self.parked.extend_span(i as u32, w as u32, list)?;
+                }
+                skip_to = end;
+                continue;
+            }
             let (a, b) = (self.cand_ptr[i], self.cand_ptr[i + 1]);
-            let parked = self.parked.rows[i];
+            let parked = code != STORED;
             if a == b && !parked {
                 continue;
             }
@@ -837,19 +898,6 @@ impl Refine {
             let (mut q, mut any_p) = (0, false);
             let mut p = 0;
             if parked {
-                // The same dependencies' blocks as the row before, parked too: the same list.
-                let (last, last_len, last_p) = last_parked;
-                if i > 0 && last == i - 1 && same_blocks(deps, self.deps(last), shift) {
-                    last_parked.0 = i;
-                    if last_p > 0 {
-                        lists.last_mut().unwrap().2 += 1;
-                        listed += last_len;
-                        work += (last_len * last_len) as u64;
-                        self.parked.listed_p += last_p;
-                        self.parked.extend_span(i as u32, lists.len() as u32 - 1)?;
-                    }
-                    continue;
-                }
                 // Its candidates are its dependencies' blocks' children (`parked.rs`).
                 for_each_block(deps, shift, BRANCH_BITS, self.n, |blk, kind| match kind {
                     Kind::P => {
@@ -949,7 +997,8 @@ impl Refine {
                 lists.push((start as u32 | blind, start as u32, 1));
             }
             if parked {
-                self.parked.extend_span(i as u32, lists.len() as u32 - 1)?;
+                self.parked
+                    .extend_span(i as u32, 1, lists.len() as u32 - 1)?;
                 last_parked = (i, len, p);
             }
         }
@@ -1316,7 +1365,7 @@ impl Planner for Refine {
                         new_dep = true;
                     }
                 }
-                if parked[i as usize] {
+                if parked[i as usize] != STORED {
                     // What the stored row would mark: its P blocks in this probe changed.
                     let tested = match spans.is_empty() {
                         false => span_tests(spans, i, k as u32, &mut cursor),
@@ -1366,7 +1415,7 @@ impl Planner for Refine {
                 let mut cursor = 0;
                 (0..self.m).any(|i| {
                     unchanged(i)
-                        && match self.parked.rows[i] {
+                        && match self.parked.is_parked(i) {
                             true if !self.parked.spans.is_empty() => {
                                 span_tests(&self.parked.spans, i as u32, k as u32, &mut cursor)
                             }
