@@ -191,7 +191,8 @@ impl Parked {
 
     /// Sorts the hits by row, then probe, each once.
     pub fn sort_hits(&mut self) {
-        self.hits.sort_unstable();
+        // Stable: it merges the tells' runs (rows increasing in each).
+        self.hits.sort();
         self.hits.dedup();
     }
 }

@@ -67,14 +67,26 @@ pub fn relative_change(v: f64, base: f64) -> f64 {
 pub fn noise_like(y: &[f64], baseline: &[f64]) -> (Vec<u32>, f64) {
     let mut rows = Vec::new();
     let mut largest = 0.0f64;
-    for (i, (&v, &b)) in y.iter().zip(baseline).enumerate() {
-        if v.to_bits() == b.to_bits() || !v.is_finite() || !b.is_finite() {
+    // Blocks of 64 outputs looked at without a branch (vectorized): most hold no finite
+    // change (a NaN probe's changed outputs are NaN), and only those that do are read again.
+    const EXPONENT: u64 = 0x7FF0_0000_0000_0000;
+    let finite_change = |v: f64, b: f64| {
+        let (v, b) = (v.to_bits(), b.to_bits());
+        v != b && v & EXPONENT != EXPONENT && b & EXPONENT != EXPONENT
+    };
+    for (k, (ys, bs)) in y.chunks(64).zip(baseline.chunks(64)).enumerate() {
+        if !(ys.iter().zip(bs)).fold(false, |any, (&v, &b)| any | finite_change(v, b)) {
             continue;
         }
-        let r = relative_change(v, b);
-        if r <= NOISE_CEILING {
-            rows.push(i as u32);
-            largest = largest.max(r);
+        for (i, (&v, &b)) in ys.iter().zip(bs).enumerate() {
+            if !finite_change(v, b) {
+                continue;
+            }
+            let r = relative_change(v, b);
+            if r <= NOISE_CEILING {
+                rows.push((64 * k + i) as u32);
+                largest = largest.max(r);
+            }
         }
     }
     (rows, largest)
@@ -217,6 +229,19 @@ mod tests {
         let (rows, largest) = noise_like(&y, &base);
         assert_eq!(rows, [0]);
         assert!(largest > 1e-16 && largest < 1e-14);
+        // Across the blocks of 64 the scan takes at once: jitter at 3, 70 and 199 found; a real
+        // change, a NaN, a non-finite baseline and an Inf output are not noise.
+        let mut base: Vec<f64> = (0..200).map(|i| 1.0 + i as f64).collect();
+        let mut y = base.clone();
+        for i in [3, 70, 199] {
+            y[i] *= 1.0 + 1e-14;
+        }
+        y[100] *= 1.5;
+        y[150] = f64::NAN;
+        base[180] = f64::INFINITY;
+        y[181] = f64::INFINITY;
+        let (rows, _) = noise_like(&y, &base);
+        assert_eq!(rows, [3, 70, 199]);
     }
 
     /// ECnoise's levels recover the standard deviation of noise of a known size, relative to
