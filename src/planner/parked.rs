@@ -111,6 +111,8 @@ pub(super) struct Parked {
     pub rows: Vec<u8>,
     /// How many rows are parked.
     pub count: usize,
+    /// How many dependencies the parked rows have in all.
+    pub deps: usize,
     /// `(row, probe)`: a parked row changed in a probe holding one of its P blocks, or the probe
     /// brought it a new dependency. Unordered until [`Parked::sort_hits`].
     pub hits: Vec<(u32, u32)>,
@@ -137,6 +139,7 @@ impl Parked {
         Ok(Parked {
             rows: filled(STORED, m, "parked rows")?,
             count: 0,
+            deps: 0,
             hits: Vec::new(),
             colors: Vec::new(),
             listed_p: 0,

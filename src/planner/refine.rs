@@ -568,7 +568,7 @@ impl Refine {
         reserve(&mut ptr, self.m + 1, "candidate pointers")?;
         ptr.push(0);
         let (mut idx, mut words) = (Vec::new(), Vec::new());
-        let most = self.cand_idx.len() + (self.dep_idx.len() << BRANCH_BITS);
+                let most = self.cand_idx.len() + (self.parked.deps << BRANCH_BITS);
         reserve(&mut idx, most, "candidate blocks")?;
         reserve(&mut words, most, "candidate probes")?;
         let mut changed = Vec::new();
@@ -590,6 +590,7 @@ impl Refine {
             ptr.push(idx.len());
         }
         self.parked.count = 0;
+        self.parked.deps = 0;
         self.parked.listed_p = 0;
         self.cand_ptr = ptr;
         self.cand_idx = idx;
@@ -684,9 +685,10 @@ impl Refine {
             let (blocks, words) = if !was_parked {
                 let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
                 (&self.cand_idx[row.clone()], &self.cand_probe[row])
-            } else if hit || s == 0 {
+            } else {
                 // Written back: a P block changed or a dependency came (or the last level,
                 // which proves by changes, is next), with the words the stored row would have.
+                debug_assert!(hit || s == 0);
                 probes.clear();
                 while h < hits.len() && hits[h].0 as usize == i {
                     push(&mut probes, hits[h].1, "probes of a row")?;
@@ -717,10 +719,8 @@ impl Refine {
                 reserve(&mut idx, back_idx.len() << bits, "candidate blocks")?;
                 self.parked.rows[i] = STORED;
                 self.parked.count -= 1;
+                self.parked.deps -= step.len();
                 (&back_idx[..], &back_words[..])
-            } else {
-                ptr.push(idx.len()); // stays parked
-                continue;
             };
             // Recognising a row dense takes DENSE_MIN known dependencies: most rows skip it.
             let is_dense = deps.len() >= DENSE_MIN
@@ -773,6 +773,7 @@ impl Refine {
                 idx.truncate(row_start);
                 self.parked.rows[i] = ALONE;
                 self.parked.count += 1;
+                self.parked.deps += deps.len();
             }
             if was_parked || self.parked.is_parked(i) {
                 push(&mut touched, i as u32, "rows")?;
@@ -820,10 +821,7 @@ impl Refine {
         let mut is_cand = filled(false, nblocks, "block flags")?;
         self.parked.colors = Vec::new();
         self.parked.listed_p = 0;
-        self.parked.spans.clear();
-        if self.parked.count == 0 {
-            self.parked.spans = Vec::new();
-        }
+        self.parked.spans = Vec::new();
         // One pass over the rows: which candidates are probeable (hold no known dependency),
         // and each row's blocks K_i, flagged P (a probeable candidate) or Q (holds a known
         // dependency), as CSR over the rows with a probeable candidate. An entry is the block
@@ -848,14 +846,11 @@ impl Refine {
         let mut suspected: Vec<u32> = Vec::new();
         let mut k_idx: Vec<u32> = Vec::new();
         // A stored row lists its candidates and its dependencies' blocks; a parked row its
-        // dependencies' blocks' children.
-        let parked_lists = match self.parked.count {
-            0 => self.dep_idx.len(),
-            _ => self.dep_idx.len() << BRANCH_BITS,
-        };
+        // dependencies' blocks' children, at most `deps << BRANCH_BITS`.
+        let parked_lists = self.parked.deps * ((1 << BRANCH_BITS) - 1);
         reserve(
             &mut k_idx,
-            self.cand_idx.len() + parked_lists,
+            self.cand_idx.len() + self.dep_idx.len() + parked_lists,
             "block lists",
         )?;
         let (mut max_q, mut work) = (0usize, 0u64);
