@@ -568,7 +568,7 @@ impl Refine {
         reserve(&mut ptr, self.m + 1, "candidate pointers")?;
         ptr.push(0);
         let (mut idx, mut words) = (Vec::new(), Vec::new());
-                let most = self.cand_idx.len() + (self.parked.deps << BRANCH_BITS);
+        let most = self.cand_idx.len() + (self.parked.deps << BRANCH_BITS);
         reserve(&mut idx, most, "candidate blocks")?;
         reserve(&mut words, most, "candidate probes")?;
         let mut changed = Vec::new();
@@ -682,13 +682,30 @@ impl Refine {
             }
             let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
             let was_parked = self.parked.is_parked(i);
+            if was_parked && !hit {
+                // Into the last level with nothing new: its P blocks were tested (counted in
+                // `tested`) and unchanged, its Q blocks split into their columns that are not
+                // dependencies: the children of its dependencies' blocks, stored.
+                debug_assert_eq!(s, 0);
+                reserve(&mut idx, deps.len() << BRANCH_BITS, "candidate blocks")?;
+                for_each_block(deps, s, BRANCH_BITS, self.n, |b, kind| {
+                    if kind == Kind::P {
+                        idx.push(b);
+                    }
+                });
+                self.parked.rows[i] = STORED;
+                self.parked.count -= 1;
+                self.parked.deps -= deps.len();
+                ptr.push(idx.len());
+                continue;
+            }
             let (blocks, words) = if !was_parked {
                 let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
                 (&self.cand_idx[row.clone()], &self.cand_probe[row])
             } else {
-                // Written back: a P block changed or a dependency came (or the last level,
-                // which proves by changes, is next), with the words the stored row would have.
-                debug_assert!(hit || s == 0);
+                // Written back: a P block changed or a dependency came, with the words the
+                // stored row would have.
+                debug_assert!(hit);
                 probes.clear();
                 while h < hits.len() && hits[h].0 as usize == i {
                     push(&mut probes, hits[h].1, "probes of a row")?;
