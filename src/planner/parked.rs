@@ -34,6 +34,14 @@
 //! Rows with [`super::refine`]'s dense-row count of dependencies or more are never parked:
 //! recognising a dense row reads its stored candidates.
 //!
+//! Parking pays when parked rows stay parked. A band of 11 (or 10 x 10 blocks) learns one
+//! dependency a probe for many levels, so most parked rows come back at the next step, and
+//! writing them back costs more than storing them did (the benchmark's banded and
+//! block-diagonal traces 13-22% slower). The first step that writes back more than half of the
+//! parked rows turns parking off for the rest of the trace ([`Parked::enabled`]); with it, and
+//! the parking test made only while parking is on, those traces take the time they took
+//! before parked rows (banded 10^5 and 10^6 1.00x, block-diagonal 10^5 1.015x).
+//!
 //! # Runs
 //!
 //! Two consecutive parked rows whose dependencies, as many, agree above bit `b` (the XOR of
@@ -113,6 +121,9 @@ pub(super) struct Parked {
     pub count: usize,
     /// How many dependencies the parked rows have in all.
     pub deps: usize,
+    /// Whether rows may be parked: off for the rest of the trace once a step wrote back more
+    /// than half of the parked rows (parking then costs more than it saves).
+    pub enabled: bool,
     /// `(row, probe)`: a parked row changed in a probe holding one of its P blocks, or the probe
     /// brought it a new dependency. Unordered until [`Parked::sort_hits`].
     pub hits: Vec<(u32, u32)>,
@@ -140,6 +151,7 @@ impl Parked {
             rows: filled(STORED, m, "parked rows")?,
             count: 0,
             deps: 0,
+            enabled: true,
             hits: Vec::new(),
             colors: Vec::new(),
             listed_p: 0,

@@ -653,6 +653,7 @@ impl Refine {
         let (mut step_deps, mut probes, mut back_idx, mut back_words) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut h, mut nd) = (0, 0);
+        let (parked_before, mut written_back) = (self.parked.count, 0usize);
         let leaf_dense_at = match self.cap {
             usize::MAX => usize::MAX,
             cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / 4),
@@ -737,6 +738,7 @@ impl Refine {
                 self.parked.rows[i] = STORED;
                 self.parked.count -= 1;
                 self.parked.deps -= step.len();
+                written_back += 1;
                 (&back_idx[..], &back_words[..])
             };
             // Recognising a row dense takes DENSE_MIN known dependencies: most rows skip it.
@@ -749,6 +751,7 @@ impl Refine {
                     &mut changed_in,
                 )?;
             let row_start = idx.len();
+            let may_park = s > 0 && self.parked.enabled && !is_dense && deps.len() < DENSE_MIN;
             // Survivors, those holding a dependency, those holding one and an unknown column.
             let (mut survivors, mut with_dep, mut open) = (0usize, 0usize, 0usize);
             let (mut d, mut dd) = (0, 0);
@@ -761,26 +764,28 @@ impl Refine {
                     }
                     changed += 1;
                 }
-                let (start, end) = self.block_range(b, self.shift);
                 if is_dense {
                     // Recognised dense: the block's columns are kept, not refined.
+                    let (start, end) = self.block_range(b, self.shift);
                     push(&mut self.dense, (i as u32, start, end), "dense rows")?;
                     continue;
                 }
-                while dd < deps.len() && deps[dd] < start {
-                    dd += 1;
+                if may_park {
+                    let (start, end) = self.block_range(b, self.shift);
+                    while dd < deps.len() && deps[dd] < start {
+                        dd += 1;
+                    }
+                    let from = dd;
+                    while dd < deps.len() && deps[dd] < end {
+                        dd += 1;
+                    }
+                    survivors += 1;
+                    with_dep += usize::from(dd > from);
+                    open += usize::from(dd > from && dd - from < (end - start) as usize);
                 }
-                let from = dd;
-                while dd < deps.len() && deps[dd] < end {
-                    dd += 1;
-                }
-                survivors += 1;
-                with_dep += usize::from(dd > from);
-                open += usize::from(dd > from && dd - from < (end - start) as usize);
                 self.split_into(b, s, deps, &mut d, &mut idx);
             }
-            if s > 0
-                && !is_dense
+            if may_park
                 && survivors > 0
                 && with_dep == survivors
                 && deps.len() < DENSE_MIN
@@ -809,6 +814,11 @@ impl Refine {
             }
         }
         debug_assert_eq!(h, hits.len());
+        if 2 * written_back > parked_before {
+            // Most parked rows came back (a band's rows learn one dependency a probe for many
+            // levels): parking costs more than it saves on this pattern.
+            self.parked.enabled = false;
+        }
         drop(hits);
         self.release_merged();
         if tested > 0 {
@@ -1368,11 +1378,11 @@ impl Planner for Refine {
                 }
             }
             _ => {
-                let known = &dep_idx[dep_ptr[i as usize]..dep_ptr[i as usize + 1]];
+                let known = || &dep_idx[dep_ptr[i as usize]..dep_ptr[i as usize + 1]];
                 let mut new_dep = false;
                 if let Hit::Dep(j) = hit {
                     // A probe holding a known dependency of the row re-reports it: skip those.
-                    if known.binary_search(&j).is_err() {
+                    if known().binary_search(&j).is_err() {
                         room &= push(new_deps, (i, j), "dependencies").is_ok();
                         new_dep = true;
                     }
@@ -1381,7 +1391,7 @@ impl Planner for Refine {
                     // What the stored row would mark: its P blocks in this probe changed.
                     let tested = match spans.is_empty() {
                         false => span_tests(spans, i, k as u32, &mut cursor),
-                        true => tests_in(colors, known, shift, BRANCH_BITS, n, k as u32),
+                        true => tests_in(colors, known(), shift, BRANCH_BITS, n, k as u32),
                     };
                     if new_dep || tested {
                         room &= push(hits, (i, k as u32), "parked rows' outcomes").is_ok();
