@@ -21,10 +21,12 @@
 //! A row becomes parked when a step ends with every surviving candidate holding a dependency
 //! and every block holding a dependency (with an unknown column) surviving: then splitting the
 //! survivors gives exactly the children of its dependencies' blocks. It stays parked through
-//! a step in which each of its P blocks came out unchanged and no new dependency came: the P
-//! blocks are dropped, the Q blocks split, and the invariant holds one level down with the
-//! same dependencies, with no work for the row at all. A step in which a parked row changed in
-//! a probe holding one of its P blocks, or brought a new dependency, is recorded as a
+//! a step in which each of its P blocks came out unchanged: the P blocks are dropped, the Q
+//! blocks split, and the invariant holds one level down, with no work for the row at all. A
+//! new dependency in one of its Q blocks (several NaNs reach the row, one tag comes back a
+//! probe) leaves its blocks as they were: the row stays parked with it, unless it now has as
+//! many dependencies as a dense row. A step in which a parked row changed in a probe holding
+//! one of its P blocks, or brought a dependency outside its Q blocks, is recorded as a
 //! `(row, probe)` pair ([`Parked::hits`]); at the end of the step such a row is written back
 //! as stored candidates (with the outcome words the stored row would have had) and goes
 //! through the ordinary split. Rows are written back too before the last level (where
@@ -34,13 +36,12 @@
 //! Rows with [`super::refine`]'s dense-row count of dependencies or more are never parked:
 //! recognising a dense row reads its stored candidates.
 //!
-//! Parking pays when parked rows stay parked. A band of 11 (or 10 x 10 blocks) learns one
-//! dependency a probe for many levels, so most parked rows come back at the next step, and
-//! writing them back costs more than storing them did (the benchmark's banded and
-//! block-diagonal traces 13-22% slower). The first step that writes back more than half of the
-//! parked rows turns parking off for the rest of the trace ([`Parked::enabled`]); with it, and
-//! the parking test made only while parking is on, those traces take the time they took
-//! before parked rows (banded 10^5 and 10^6 1.00x, block-diagonal 10^5 1.015x).
+//! Parking pays when parked rows stay parked: writing a row back costs a few times what
+//! storing it for a level does. Rows that learn one dependency a probe for many levels (a band
+//! of 11, 10 x 10 blocks, a tridiagonal row whose NaNs race) stay parked as long as the new
+//! ones fall in their Q blocks. Where most parked rows come back anyway, the first step that
+//! writes back more than half of them turns parking off for the rest of the trace
+//! ([`Parked::enabled`]), and the split makes the parking test only while parking is on.
 //!
 //! # Runs
 //!

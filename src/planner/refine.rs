@@ -652,7 +652,7 @@ impl Refine {
         // entries and words.
         let (mut step_deps, mut probes, mut back_idx, mut back_words) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let (mut h, mut nd) = (0, 0);
+        let (mut h, mut nd, mut nm) = (0, 0, 0);
         let (parked_before, mut written_back) = (self.parked.count, 0usize);
         let leaf_dense_at = match self.cap {
             usize::MAX => usize::MAX,
@@ -670,20 +670,42 @@ impl Refine {
             if i < skip_to {
                 continue;
             }
+
             let hit = h < hits.len() && hits[h].0 as usize == i;
-            if self.parked.is_parked(i) && !hit && s > 0 {
-                // Parked rows up to the next stored row or hit: they stay parked.
+            // New dependencies of a parked row with no hit lie in blocks holding known ones:
+            // its blocks stay what they were, and it stays parked with them.
+            while nm < self.merged.len() && (self.merged[nm].0 as usize) < i {
+                nm += 1;
+            }
+            let learned = (self.merged[nm..].iter())
+                .take_while(|&&(r, _)| r as usize == i)
+                .count();
+            // (Unless they make it a candidate dense row: recognising one reads its stored
+            // candidates. Then it is written back.)
+            let dense_now = learned > 0 && self.dep_ptr[i + 1] - self.dep_ptr[i] >= DENSE_MIN;
+            if self.parked.is_parked(i) && !hit && learned > 0 && !dense_now {
+                self.parked.deps += learned;
+                push(&mut touched, i as u32, "rows")?;
+                if s > 0 {
+                    ptr.push(idx.len());
+                    continue;
+                }
+            } else if self.parked.is_parked(i) && !hit && learned == 0 && s > 0 {
+                // Parked rows up to the next stored row, hit or new dependency: they stay
+                // parked.
                 let next_hit = hits.get(h).map_or(self.m, |&(r, _)| r as usize);
-                let stop = (self.parked.rows[i..next_hit].iter())
+                let next_new = self.merged.get(nm).map_or(self.m, |&(r, _)| r as usize);
+                let next = next_hit.min(next_new);
+                let stop = (self.parked.rows[i..next].iter())
                     .position(|&c| c == STORED)
-                    .map_or(next_hit, |k| i + k);
+                    .map_or(next, |k| i + k);
                 ptr.extend(std::iter::repeat_n(idx.len(), stop - i));
                 skip_to = stop;
                 continue;
             }
             let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
             let was_parked = self.parked.is_parked(i);
-            if was_parked && !hit {
+            if was_parked && !hit && !dense_now {
                 // Into the last level with nothing new: its P blocks were tested (counted in
                 // `tested`) and unchanged, its Q blocks split into their columns that are not
                 // dependencies: the children of its dependencies' blocks, stored.
@@ -704,9 +726,9 @@ impl Refine {
                 let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
                 (&self.cand_idx[row.clone()], &self.cand_probe[row])
             } else {
-                // Written back: a P block changed or a dependency came, with the words the
-                // stored row would have.
-                debug_assert!(hit);
+                // Written back: a P block changed, a dependency came outside its blocks, or it
+                // has as many as a dense row: with the words the stored row would have.
+                debug_assert!(hit || dense_now);
                 probes.clear();
                 while h < hits.len() && hits[h].0 as usize == i {
                     push(&mut probes, hits[h].1, "probes of a row")?;
@@ -814,6 +836,7 @@ impl Refine {
             }
         }
         debug_assert_eq!(h, hits.len());
+        debug_assert_eq!(ptr.len(), self.m + 1);
         if 2 * written_back > parked_before {
             // Most parked rows came back (a band's rows learn one dependency a probe for many
             // levels): parking costs more than it saves on this pattern.
@@ -1379,12 +1402,17 @@ impl Planner for Refine {
             }
             _ => {
                 let known = || &dep_idx[dep_ptr[i as usize]..dep_ptr[i as usize + 1]];
-                let mut new_dep = false;
+                // A new dependency in a block that holds a known one changes none of a parked
+                // row's blocks: only one elsewhere calls the row back.
+                let mut new_elsewhere = false;
                 if let Hit::Dep(j) = hit {
                     // A probe holding a known dependency of the row re-reports it: skip those.
-                    if known().binary_search(&j).is_err() {
+                    let deps = known();
+                    if let Err(at) = deps.binary_search(&j) {
                         room &= push(new_deps, (i, j), "dependencies").is_ok();
-                        new_dep = true;
+                        let near = |d: Option<&u32>| d.is_some_and(|&d| d >> shift == j >> shift);
+                        new_elsewhere = !near(deps.get(at))
+                            && !near(at.checked_sub(1).and_then(|a| deps.get(a)));
                     }
                 }
                 if parked[i as usize] != STORED {
@@ -1393,7 +1421,7 @@ impl Planner for Refine {
                         false => span_tests(spans, i, k as u32, &mut cursor),
                         true => tests_in(colors, known(), shift, BRANCH_BITS, n, k as u32),
                     };
-                    if new_dep || tested {
+                    if new_elsewhere || tested {
                         room &= push(hits, (i, k as u32), "parked rows' outcomes").is_ok();
                     }
                     return;
