@@ -289,7 +289,7 @@ fn colpack_helper() -> Option<std::path::PathBuf> {
 }
 
 /// Runs the ColPack helper (with `mode` before the file, if any) on a temporary file that
-/// `write` fills; its lines "ORDERING colors seconds [more]" as (ordering, colors, seconds, the
+/// `write` fills; its lines `ORDERING colors seconds [more]` as (ordering, colors, seconds, the
 /// remaining words).
 fn colpack_lines(
     helper: &std::path::Path,

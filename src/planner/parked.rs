@@ -29,9 +29,10 @@
 //! one of its P blocks, or brought a dependency outside its Q blocks, is recorded as a
 //! `(row, probe)` pair ([`Parked::hits`]); at the end of the step such a row is written back
 //! as stored candidates (with the outcome words the stored row would have had) and goes
-//! through the ordinary split. Rows are written back too before the last level (where
-//! every conflict is hard and a change is a proof), before one probe per column, and at
-//! `finish`.
+//! through the ordinary split. Every row is stored again before the last level (where every
+//! conflict is hard and a change is a proof: a row the step showed nothing new of stores its
+//! dependencies' blocks' other columns directly), and written back before one probe per column
+//! and at `finish`.
 //!
 //! Rows with [`super::refine`]'s dense-row count of dependencies or more are never parked:
 //! recognising a dense row reads its stored candidates.
