@@ -11,7 +11,8 @@
 //! bench/smoothing.svg); `-- --coloring` only the
 //! column-coloring comparison with ColPack (built from
 //! bench/colpack_compare.cpp when Debian's libcolpack-dev is installed; ColPack is never linked
-//! into nanprop).
+//! into nanprop); `-- --help` lists these. An argument it does not know stops it, before any
+//! table runs.
 //! Library time is the wall time of the trace minus the time spent inside the synthetic black
 //! box. Peak memory is the largest number of bytes allocated at once during the trace, beyond
 //! what was allocated before it started (the true pattern and the point x0), counted by a
@@ -539,8 +540,54 @@ fn largest_step(truth: &Pattern, options: &TraceOptions) -> usize {
     }
 }
 
+/// What `--help` prints (and what an unknown argument is answered with).
+const USAGE: &str = "\
+usage: nanprop-bench [OPTION]
+  (none)           every table (several minutes)
+  --quick          the small sizes only
+  --only TEXT      the cases whose family name and n contain TEXT, e.g. \"tridiagonal 1000000\"
+  --scale          the scale table only (library time against f's own), with --only
+  --parallel       the parallel drivers' wall times only
+  --single         the single-precision table only
+  --peers [MAX_N]  nanprop from Python against asdex and SciPy (bench/python_peers.py --scale)
+  --hessian        the star-coloring table only
+  --smoothing      the smoothed-Jacobian table only (and bench/smoothing.svg)
+  --coloring       the column-coloring tables only (against ColPack when it is installed)
+  --help, -h       this text
+";
+
+/// Rejects an argument `main` does not read (a typo would otherwise run every table, for
+/// minutes): `--only` takes a value, `--peers` an optional number.
+fn check_args(args: &[String]) -> Result<(), String> {
+    let mut rest = args.iter().skip(1).peekable();
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "--only" => {
+                rest.next().ok_or("--only needs a TEXT")?;
+            }
+            "--peers" => {
+                if rest.peek().is_some_and(|v| v.parse::<usize>().is_ok()) {
+                    rest.next();
+                }
+            }
+            "--quick" | "--scale" | "--parallel" | "--single" | "--hessian" | "--smoothing"
+            | "--coloring" => {}
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().skip(1).any(|a| a == "--help" || a == "-h") {
+        print!("{USAGE}");
+        return;
+    }
+    if let Err(e) = check_args(&args) {
+        eprint!("nanprop-bench: {e}\n{USAGE}");
+        std::process::exit(2);
+    }
     if args.iter().any(|a| a == "--coloring") {
         coloring_table();
         coloring_time_table();
