@@ -12,9 +12,10 @@ run only up to n = 2000. The README's Python table comes from this script.
     python bench/python_peers.py --scale [MAX_N]   # what `nanprop-bench --peers` runs
 
 At n = 10^4, 10^5 and 10^6 (up to MAX_N) on tridiagonal, 2-D Bratu, random 5 per row and
-arrowhead functions, each tool runs in a fresh process: the time to the pattern, its peak
-memory (the process's maximum resident size less that of a process that only imports and makes
-x0) and the ratio nanprop / asdex; then the Jacobian from a known pattern, nanprop's plan
+arrowhead functions, each tool runs in a fresh process: the time to the pattern (for nanprop
+also the part spent inside the Python f, which its evaluations cannot avoid: "f alone / asdex"
+is the floor under the ratio nanprop / asdex), its peak memory (the process's maximum resident
+size less that of a process that only imports and makes x0) and the ratio nanprop / asdex; then the Jacobian from a known pattern, nanprop's plan
 against SciPy's approx_derivative(sparsity=...).
 """
 
@@ -214,16 +215,16 @@ def one(tool, name, n):
     import resource
 
     x0 = np.random.default_rng(1).uniform(0.5, 1.5, n)
-    evaluations, nnz, t = 0, 0, 0.0
+    evaluations, nnz, t, in_f = 0, 0, 0.0, 0.0
     if tool == "nanprop":
         g = Counted(scale_function(name, n, np))
         p, t = timed(lambda: nanprop.trace(g, x0, m=n, progress=False))
-        evaluations, nnz = g.calls, p.nnz
+        evaluations, nnz, in_f = g.calls, p.nnz, g.seconds
     elif tool == "asdex":
         f = scale_function(name, n, jnp)
         s, t = timed(lambda: asdex.jacobian_sparsity(f, jnp.asarray(x0)))
         nnz = s.nnz
-    print(t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, evaluations, nnz)
+    print(t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, evaluations, nnz, in_f)
 
 
 def run_one(tool, name, n):
@@ -237,8 +238,8 @@ def run_one(tool, name, n):
     )
     if out.returncode != 0:
         return None
-    t, kib, evaluations, nnz = out.stdout.split()[-4:]
-    return float(t), int(kib), int(evaluations), int(nnz)
+    t, kib, evaluations, nnz, in_f = out.stdout.split()[-5:]
+    return float(t), int(kib), int(evaluations), int(nnz), float(in_f)
 
 
 def scale(max_n):
@@ -247,8 +248,8 @@ def scale(max_n):
     if asdex is None:
         print("asdex is not installed (pip install asdex): its columns are skipped")
     print()
-    print("| function | n | nanprop: time to pattern | evaluations | peak MB | asdex: time | peak MB | nanprop / asdex time | memory ratio | nnz (same) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| function | n | nanprop: time to pattern | of which in f | evaluations | peak MB | asdex: time | peak MB | nanprop / asdex time | f alone / asdex | memory ratio | nnz (same) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for name in ["tridiagonal", "2-D Bratu", "random 5 per row", "arrowhead"]:
         for n in [10**4, 10**5, 10**6]:
             if n > max_n:
@@ -260,13 +261,14 @@ def scale(max_n):
             b = run_one("asdex", name, n) if asdex else None
             mb = lambda r: max(r[1] - base[1], 0) / 1024
             row = f"| {name} | {n} | "
-            row += f"{a[0] * 1e3:.0f} ms | {a[2]} | {mb(a):.0f} | " if a else "failed | | | "
+            row += f"{a[0] * 1e3:.0f} ms | {a[4] * 1e3:.0f} ms | {a[2]} | {mb(a):.0f} | " if a else "failed | | | | "
             if b:
                 same = "same" if a and a[3] == b[3] else "differs"
                 row += f"{b[0] * 1e3:.0f} ms | {mb(b):.0f} | "
-                row += f"{a[0] / b[0]:.2f} | {mb(a) / max(mb(b), 1e-9):.2f} | {a[3] if a else ''} ({same}) |"
+                row += f"{a[0] / b[0]:.2f} | {a[4] / b[0]:.2f} | " if a else "- | - | "
+                row += f"{mb(a) / max(mb(b), 1e-9):.2f} | {a[3] if a else ''} ({same}) |"
             else:
-                row += f"- | - | - | - | {a[3] if a else ''} |"
+                row += f"- | - | - | - | - | {a[3] if a else ''} |"
             print(row, flush=True)
     print()
     print("| function | n | nanprop plan: evaluations | time outside f | SciPy approx_derivative(sparsity): evaluations | time outside f | overhead ratio |")
