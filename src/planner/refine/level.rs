@@ -1,0 +1,484 @@
+//! Planning a step: which blocks are probed at the current level, and their coloring into
+//! probes; or the switch to one probe per column.
+//!
+//! [`Refine::plan_level`] makes one pass over the rows to list each row's blocks, flagged P
+//! (probeable: holds no known dependency) or Q (holds one), with rows whose list equals the
+//! row before's sharing it (and parked rows listed from their dependencies, runs at once);
+//! then it decides whether refining still pays (the spending rule, dense rows, the cap: see
+//! the `refine` module docs) and colors the probed blocks greedily in natural order, a
+//! [`Palette`] counting each color's hard and soft conflicts with the block being colored.
+//! [`Refine::start_onehot`] hands out one probe per still-unknown column instead.
+
+use super::{
+    Mode, Refine, BRANCH_BITS, DENSE_MIN, MIN_BLOCKS_FOR_DENSE_TEST, MIN_BLOCKS_FOR_SCALE_TEST,
+    NONE, P_FLAG, SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
+};
+use crate::error::{collect, copied, filled, push, reserve, zero_bits, Result};
+use crate::planner::parked::{for_each_block, Kind, STORED};
+use crate::prefetch::prefetch;
+use crate::probe::Probe;
+
+impl Refine {
+    /// Plans the step at the current level: marks probeable candidates, colors their blocks,
+    /// and returns the probes; or switches to one probe per column when refining gains
+    /// nothing. Returns `None` when this level has nothing probeable.
+    pub(super) fn plan_level(&mut self) -> Result<Option<Vec<Probe>>> {
+        let shift = self.shift;
+        let leaf = shift == 0;
+        let nblocks = (self.n as u64).div_ceil(1u64 << shift) as usize;
+        // Byte flags: set once per candidate in the hottest loop, where they beat bit sets.
+        let mut probed = filled(false, nblocks, "block flags")?;
+        let mut is_cand = filled(false, nblocks, "block flags")?;
+        self.parked.colors = Vec::new();
+        self.parked.listed_p = 0;
+        self.parked.spans = Vec::new();
+        // One pass over the rows: which candidates are probeable (hold no known dependency),
+        // and each row's blocks K_i, flagged P (a probeable candidate) or Q (holds a known
+        // dependency), as CSR over the rows with a probeable candidate. An entry is the block
+        // id with the flag in its top bit. Blocks are aligned ranges, so block b holds column
+        // d exactly when d >> shift == b, and one merge of the sorted candidates with the
+        // sorted dependencies does it all.
+        //
+        // The lists' bounds, per row ordinal r (rows with a probeable candidate, in order): the
+        // start of its list in `lists[r].0`, with the top bit set when the row is *blind* (no
+        // known dependency among its blocks: no tag came back for it), and a fill position in
+        // `lists[r].1` (used by the coloring); its list ends where the next one starts (an
+        // extra last entry holds the end). u32 offsets: a k_idx longer than that falls back to
+        // one probe per column below.
+        //
+        // Rows with the same list (consecutive in row order) share one: `lists[r].2` is how
+        // many rows list r stands for. Conflicts are counted by weight, so the coloring is the
+        // one every row listed apart would give. `listed` is the length of all the rows' lists.
+        let mut lists: Vec<(u32, u32, u32)> = Vec::new();
+        reserve(&mut lists, self.m + 1, "block list bounds")?;
+        let mut listed = 0usize;
+        // Rows dense at this scale: usually none.
+        let mut suspected: Vec<u32> = Vec::new();
+        let mut k_idx: Vec<u32> = Vec::new();
+        // A stored row lists its candidates and its dependencies' blocks; a parked row its
+        // dependencies' blocks' children, at most `deps << BRANCH_BITS`.
+        let parked_lists = self.parked.deps * ((1 << BRANCH_BITS) - 1);
+        reserve(
+            &mut k_idx,
+            self.cand_idx.len() + self.dep_idx.len() + parked_lists,
+            "block lists",
+        )?;
+        let (mut max_q, mut work) = (0usize, 0u64);
+        // The last parked row listed: its row, its list's length and P blocks.
+        let mut last_parked = (usize::MAX, 0usize, 0usize);
+        let mut skip_to = 0;
+        for i in 0..self.m {
+            if i < skip_to {
+                continue;
+            }
+            let code = self.parked.rows[i];
+            if code as u32 <= shift {
+                // Parked rows with the blocks of the parked row before (their codes say so):
+                // its list, weighted by their count.
+                let end = (self.parked.rows[i..].iter())
+                    .position(|&c| c as u32 > shift)
+                    .map_or(self.m, |k| i + k);
+                let w = end - i;
+                let (last, last_len, last_p) = last_parked;
+                debug_assert_eq!(last + 1, i);
+                last_parked.0 = end - 1;
+                if last_p > 0 {
+                    lists.last_mut().unwrap().2 += w as u32;
+                    listed += w * last_len;
+                    work += (w * last_len * last_len) as u64;
+                    self.parked.listed_p += w * last_p;
+                    let list = lists.len() as u32 - 1;
+                    self.parked.extend_span(i as u32, w as u32, list)?;
+                }
+                skip_to = end;
+                continue;
+            }
+            let (a, b) = (self.cand_ptr[i], self.cand_ptr[i + 1]);
+            let parked = code != STORED;
+            if a == b && !parked {
+                continue;
+            }
+            let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
+            let start = k_idx.len();
+            let (mut q, mut any_p) = (0, false);
+            let mut p = 0;
+            if parked {
+                // Its candidates are its dependencies' blocks' children (`parked.rs`).
+                for_each_block(deps, shift, BRANCH_BITS, self.n, |blk, kind| match kind {
+                    Kind::P => {
+                        is_cand[blk as usize] = true;
+                        probed[blk as usize] = true;
+                        k_idx.push(blk | P_FLAG);
+                        p += 1;
+                    }
+                    Kind::Q => {
+                        is_cand[blk as usize] = true;
+                        k_idx.push(blk);
+                        q += 1;
+                    }
+                    Kind::Full => {
+                        k_idx.push(blk);
+                        q += 1;
+                    }
+                });
+                self.parked.listed_p += p;
+                any_p = p > 0;
+            } else {
+                let mut d = 0;
+                let mut push_q = |k_idx: &mut Vec<u32>, blk: u32| {
+                    if k_idx.len() == start || *k_idx.last().unwrap() != blk {
+                        k_idx.push(blk);
+                        q += 1;
+                    }
+                };
+                for e in a..b {
+                    let blk = self.cand_idx[e];
+                    is_cand[blk as usize] = true;
+                    while d < deps.len() && deps[d] >> shift < blk {
+                        push_q(&mut k_idx, deps[d] >> shift);
+                        d += 1;
+                    }
+                    if d < deps.len() && deps[d] >> shift == blk {
+                        self.cand_probe[e] = UNTESTED; // holds a known dependency
+                        push_q(&mut k_idx, blk);
+                        while d < deps.len() && deps[d] >> shift == blk {
+                            d += 1;
+                        }
+                    } else {
+                        self.cand_probe[e] = 0; // probeable; its color is set below
+                        probed[blk as usize] = true;
+                        k_idx.push(blk | P_FLAG);
+                        any_p = true;
+                    }
+                }
+                while d < deps.len() {
+                    push_q(&mut k_idx, deps[d] >> shift);
+                    d += 1;
+                }
+            }
+            if !any_p {
+                k_idx.truncate(start);
+                if parked {
+                    last_parked = (i, 0, 0);
+                }
+                continue;
+            }
+            let len = k_idx.len() - start;
+            let wide = len >= WIDE_ROW_BLOCKS && 2 * len >= nblocks;
+            if !leaf && ((q >= DENSE_MIN && 4 * q >= 3 * len) || wide) {
+                // Known dependencies in 3/4 of its blocks: dense at this scale. Or blocks in
+                // half of all blocks: the square of its length would outweigh the coloring of
+                // every other row (an arrowhead's dense row at n = 10^5 sent the whole trace to
+                // one probe per column). The row would make the coloring compress nothing; it
+                // is left out of it, and its P blocks are tested only where no Q block of its
+                // shares their probe (below).
+                // (Never a parked row: it has fewer than DENSE_MIN dependencies, and at most
+                // two blocks for each.)
+                debug_assert!(!parked);
+                k_idx.truncate(start);
+                push(&mut suspected, i as u32, "rows")?;
+                continue;
+            }
+            let len = k_idx.len() - start;
+            max_q = max_q.max(q);
+            work += (len * len) as u64;
+            listed += len;
+            let blind = if q == 0 { P_FLAG } else { 0 };
+            // The same list as the row before (a band's rows inside one block, at every level
+            // but the finest): one more row of weight for that list.
+            let same = lists.last().is_some_and(|&(prev, _, _)| {
+                let prev_start = (prev & !P_FLAG) as usize;
+                // Element by element: the lists are short, a memcmp call costs more.
+                prev & P_FLAG == blind
+                    && start - prev_start == len
+                    && (k_idx[prev_start..start].iter())
+                        .zip(&k_idx[start..])
+                        .all(|(a, b)| a == b)
+            });
+            if same {
+                k_idx.truncate(start);
+                lists.last_mut().unwrap().2 += 1;
+            } else {
+                lists.push((start as u32 | blind, start as u32, 1));
+            }
+            if parked {
+                self.parked
+                    .extend_span(i as u32, 1, lists.len() as u32 - 1)?;
+                last_parked = (i, len, p);
+            }
+        }
+        if lists.is_empty() && suspected.is_empty() {
+            return Ok(None);
+        }
+        let rows = lists.len();
+        lists.push((k_idx.len() as u32, k_idx.len() as u32, 0));
+        let start_of = |lists: &[(u32, u32, u32)], r: usize| (lists[r].0 & !P_FLAG) as usize;
+        let unknown_cols: usize = (0..nblocks)
+            .filter(|&b| is_cand[b])
+            .map(|b| {
+                let (s, e) = self.block_range(b as u32, shift);
+                (e - s) as usize
+            })
+            .sum();
+        drop(is_cand);
+        let work_limit = 64 * (listed as u64) + 10_000_000;
+        if work > work_limit || nblocks > P_FLAG as usize || k_idx.len() >= P_FLAG as usize {
+            return Ok(Some(self.start_onehot()?));
+        }
+
+        // Transpose: for each block, the rows (ordinals) that hold it, with
+        // the block's P/Q flag for that row in the top bit.
+        // Counting sort without a second pointer array: t_ptr[b] counts, then holds the end of
+        // block b's list, and filling from the back moves it to the start.
+        let mut t_ptr = filled(0u32, nblocks + 1, "block pointers")?;
+        for &b in &k_idx {
+            t_ptr[(b & !P_FLAG) as usize] += 1;
+        }
+        for b in 1..=nblocks {
+            t_ptr[b] += t_ptr[b - 1];
+        }
+        let mut t_idx = filled(0u32, k_idx.len(), "rows of blocks")?;
+        for r in (0..rows).rev() {
+            for &b in k_idx[start_of(&lists, r)..start_of(&lists, r + 1)]
+                .iter()
+                .rev()
+            {
+                let slot = &mut t_ptr[(b & !P_FLAG) as usize];
+                *slot -= 1;
+                t_idx[*slot as usize] = r as u32 | (b & P_FLAG);
+            }
+        }
+
+        // Greedy coloring of the probed blocks in natural order. A P block and a Q block of one
+        // row in one probe cost the row that P block's information: a hard conflict. Two P
+        // blocks of one row may share a probe (an unchanged output proves both zero): a soft
+        // conflict, counted. At the last level every conflict is hard, so the coloring is a
+        // proper partial distance-2 coloring and every tested candidate is resolved. At coarse
+        // levels the palette is capped: when the hard conflicts allow no proper coloring within
+        // the cap, a block takes the color with the fewest conflicts.
+        let cap = if leaf {
+            usize::MAX
+        } else {
+            (2 * max_q + 2).max(4)
+        };
+        let mut color = filled(NONE, nblocks, "block colors")?;
+        // What a block's rows already hold: row r's colored blocks so far, as color | P flag,
+        // in its list up to its fill position (its block ids are no longer read once
+        // transposed). Coloring block b reads one short contiguous list per row of b instead of
+        // looking up the color of each of the row's blocks, scattered over the color array;
+        // then appends b's color to each of those lists. A row's start, fill and weight sit
+        // side by side: one cache line serves all three.
+        let mut seen = k_idx;
+        let mut palette = Palette::default();
+        for b in (0..nblocks).filter(|&b| probed[b]) {
+            let rows_b = &t_idx[t_ptr[b] as usize..t_ptr[b + 1] as usize];
+            for (k, &t) in rows_b.iter().enumerate() {
+                // The rows come in scattered order on patterns without locality: ask for the
+                // bounds of a row sixteen ahead and the list of a row eight ahead.
+                if let Some(&ahead) = rows_b.get(k + 16) {
+                    prefetch(&lists, (ahead & !P_FLAG) as usize);
+                }
+                if let Some(&ahead) = rows_b.get(k + 8) {
+                    prefetch(
+                        &seen,
+                        (lists[(ahead & !P_FLAG) as usize].0 & !P_FLAG) as usize,
+                    );
+                }
+                let (r, b_is_p) = ((t & !P_FLAG) as usize, t & P_FLAG != 0);
+                let (start, end, w) = lists[r];
+                let blind = start & P_FLAG != 0;
+                // Which count a colored block u of this row adds to, by u's flag: a P and a
+                // Q block conflict hard; two P blocks hard at the last level, else soft
+                // (blind soft for a blind row); two Q blocks not at all (the unused slot).
+                let (if_p, if_q) = match (b_is_p, leaf, blind) {
+                    (false, ..) => (HARD, UNUSED),
+                    (true, true, _) => (HARD, HARD),
+                    (true, false, true) => (BLIND_SOFT, HARD),
+                    (true, false, false) => (SOFT, HARD),
+                };
+                for &u in &seen[(start & !P_FLAG) as usize..end as usize] {
+                    let slot = if u & P_FLAG != 0 { if_p } else { if_q };
+                    palette.counts[(u & !P_FLAG) as usize][slot] += w;
+                }
+            }
+            let c = palette.choose(cap)?;
+            color[b] = c;
+            for &t in rows_b {
+                let end = &mut lists[(t & !P_FLAG) as usize].1;
+                seen[*end as usize] = c | (t & P_FLAG);
+                *end += 1;
+            }
+        }
+        let colors = palette.len();
+        // The probes each run of parked rows is tested in, for the tells.
+        self.parked.set_masks(P_FLAG, |r| {
+            // Colored so far: all its P blocks (every P block is probed), in its fill.
+            &seen[(lists[r].0 & !P_FLAG) as usize..lists[r].1 as usize]
+        });
+        drop((t_ptr, t_idx, lists, seen));
+
+        // Dense at this scale: the coloring compresses nothing and the last step's tested
+        // candidates nearly all changed. Refining further would cost more than one probe per
+        // remaining column.
+        let probed_blocks = probed.iter().filter(|&&p| p).count();
+        // Dense at this scale: some row already has known dependencies in at least 3/4 of the
+        // blocks, or the coloring compresses nothing while nearly every tested block changed.
+        let dense =
+            (leaf && probed_blocks >= MIN_BLOCKS_FOR_DENSE_TEST && 4 * max_q >= 3 * probed_blocks)
+                || (probed_blocks >= MIN_BLOCKS_FOR_SCALE_TEST
+                    && colors == probed_blocks
+                    && self.last_hit_rate >= 0.9);
+        let slack = SPEND_SLACK.min(self.n / 4);
+        let left = self.cap.saturating_sub(self.asked);
+        // Past the allowance, one probe per column is the better bet only while it still fits
+        // under the cap; once it does not, refining (which may still finish) goes on.
+        let onehot_fits = unknown_cols <= left;
+        let over_allowance = (onehot_fits
+            && self.spent + colors > unknown_cols / SPEND_DIVISOR + slack)
+            || colors > left;
+        // Probe numbers must fit a candidate's word below its flags.
+        if colors >= UNTESTED as usize
+            || (leaf && (colors >= unknown_cols || colors > left))
+            || (!leaf && (dense || over_allowance))
+        {
+            return Ok(Some(self.start_onehot()?));
+        }
+        self.asked += colors;
+
+        // The probes: the columns of each color class, in increasing order.
+        let mut cols: Vec<Vec<u32>> = filled(Vec::new(), colors, "probes")?;
+        for b in (0..nblocks).filter(|&b| probed[b]) {
+            let (s, e) = self.block_range(b as u32, shift);
+            let class = &mut cols[color[b] as usize];
+            reserve(class, (e - s) as usize, "probe columns")?;
+            class.extend(s..e);
+        }
+        for e in 0..self.cand_idx.len() {
+            if self.cand_probe[e] != UNTESTED {
+                self.cand_probe[e] = color[self.cand_idx[e] as usize];
+            }
+        }
+        // A row left out of the coloring learns nothing from a P block whose probe holds one
+        // of its Q blocks: that block is not tested in this step (it stays a candidate).
+        let mut q_colors = Vec::new();
+        for &i in &suspected {
+            let i = i as usize;
+            q_colors.clear();
+            reserve(&mut q_colors, self.deps(i).len(), "colors of a row")?;
+            q_colors.extend(
+                (self.deps(i).iter())
+                    .map(|&d| color[(d >> shift) as usize])
+                    .filter(|&c| c != NONE),
+            );
+            q_colors.sort_unstable();
+            for e in self.cand_ptr[i]..self.cand_ptr[i + 1] {
+                let c = self.cand_probe[e];
+                if c != UNTESTED && q_colors.binary_search(&c).is_ok() {
+                    self.cand_probe[e] = UNTESTED;
+                }
+            }
+        }
+        self.told = filled(false, colors, "probes told")?;
+        if self.parked.count > 0 {
+            // Which probe tests a parked row's P block, for the tells.
+            self.parked.colors = color;
+        }
+        let n = self.n;
+        Ok(Some(collect(
+            cols.into_iter().map(|c| Probe::new(c, n)),
+            "probes",
+        )?))
+    }
+
+    /// Switches to one probe per column of the candidate blocks; when they are more than the
+    /// cap leaves, to one probe for each of the columns unknown for the most rows (the others
+    /// stay unresolved).
+    pub(super) fn start_onehot(&mut self) -> Result<Vec<Probe>> {
+        self.unpark_all()?;
+        let shift = self.shift;
+        // How many rows hold each column in a candidate block (a difference array).
+        let mut count = Vec::new();
+        reserve(&mut count, self.n + 1, "column counts")?;
+        count.resize(self.n + 1, 0i64);
+        for &b in &self.cand_idx {
+            let (s, e) = self.block_range(b, shift);
+            count[s as usize] += 1;
+            count[e as usize] -= 1;
+        }
+        let mut cols = Vec::new();
+        let mut held = 0i64;
+        for (j, c) in count.iter_mut().take(self.n).enumerate() {
+            held += *c;
+            *c = held;
+            if held > 0 {
+                reserve(&mut cols, 1, "one-hot probes")?;
+                cols.push(j as u32);
+            }
+        }
+        let left = self.cap.saturating_sub(self.asked);
+        self.onehot_complete = cols.len() <= left;
+        if !self.onehot_complete {
+            cols.sort_by_key(|&j| std::cmp::Reverse(count[j as usize]));
+            cols.truncate(left);
+            cols.sort_unstable();
+        }
+        self.asked += cols.len();
+        self.cand_probe.iter_mut().for_each(|c| *c = UNTESTED);
+        self.mode = Mode::OneHot;
+        self.onehot_told = zero_bits(self.n, "columns told")?;
+        self.told = filled(false, cols.len(), "probes told")?;
+        let n = self.n;
+        let mut probes = Vec::new();
+        reserve(&mut probes, cols.len(), "one-hot probes")?;
+        for &c in &cols {
+            probes.push(Probe::new(copied(&[c], "a one-hot probe")?, n));
+        }
+        self.onehot_cols = cols;
+        Ok(probes)
+    }
+}
+
+/// The colors of one level's coloring and, for the block being colored, the conflicts each
+/// color has with it: (hard, blind soft, soft) at [`HARD`], [`BLIND_SOFT`], [`SOFT`], counted
+/// into `counts` and cleared by [`Palette::choose`]; the fourth count takes what counts for
+/// nothing, so the counting loop has no branch.
+#[derive(Default)]
+struct Palette {
+    counts: Vec<[u32; 4]>,
+}
+
+/// The slots of a color's counts in [`Palette`].
+const HARD: usize = 0;
+const BLIND_SOFT: usize = 1;
+const SOFT: usize = 2;
+const UNUSED: usize = 3;
+
+impl Palette {
+    fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// The color for the block whose conflicts were counted: the one with the fewest (hard,
+    /// blind soft, soft) conflicts when it has neither hard nor blind soft ones, or the palette
+    /// holds `cap` colors already; otherwise a new color. Clears the counts for the next block.
+    fn choose(&mut self, cap: usize) -> Result<u32> {
+        // The first color with the fewest (hard, blind soft, soft), the three as one number,
+        // found in the pass that clears the counts.
+        let mut best = (u128::MAX, 0);
+        for (c, k) in self.counts.iter_mut().enumerate() {
+            let key =
+                u128::from(k[HARD]) << 64 | u128::from(k[BLIND_SOFT]) << 32 | u128::from(k[SOFT]);
+            if key < best.0 {
+                best = (key, c);
+            }
+            *k = [0; 4];
+        }
+        let (key, c) = best;
+        // Neither hard nor blind soft conflicts, or no room for another color: the best one.
+        if key >> 32 == 0 || (self.len() >= cap && key != u128::MAX) {
+            return Ok(c as u32);
+        }
+        push(&mut self.counts, [0; 4], "colors")?;
+        Ok(self.len() as u32 - 1)
+    }
+}

@@ -1,0 +1,587 @@
+//! Ending a step: what the told probes proved, the step's new dependencies merged into the
+//! CSR, and the split into the next level.
+//!
+//! [`Refine::advance`] is one pass over the rows. A stored row drops the candidates its probes
+//! proved zero (unchanged outputs), splits the others into halves that still hold an unknown
+//! column (the new dependencies are merged first, so a half left with none goes at once), is
+//! recognised dense here when it is, and is parked when its survivors are exactly its
+//! dependencies' blocks. A parked row the step showed nothing new of stays parked with no
+//! work; one with a hit (or as many dependencies as a dense row) is written back with the
+//! words the stored row would have had and goes through the same split (`parked.rs`).
+//! [`Refine::absorb`] is the pass of the last level and of one probe per column, where nothing
+//! is split: a changed output there is a proof.
+
+use super::{
+    Mode, Refine, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN, DENSE_MIN_BLOCKS, HIT, NONE, PERT, PROBE,
+    UNTESTED,
+};
+use crate::error::{filled, push, reserve, Result};
+use crate::planner::parked::{for_each_block, shared_from, Kind, ALONE, STORED};
+
+impl Refine {
+    /// Pushes onto `idx` the children of block `b` (at the current level) at level `s` that
+    /// keep an unknown column: fewer known dependencies than columns. `deps` are the row's
+    /// known dependencies from the cursor `d` on (sorted), and `d` moves past the block.
+    #[inline]
+    fn split_into(&self, b: u32, s: u32, deps: &[u32], d: &mut usize, idx: &mut Vec<u32>) {
+        let bits = self.shift - s;
+        for child in (b << bits)..((b + 1) << bits) {
+            if (child as u64) << s >= self.n as u64 {
+                break;
+            }
+            let (start, end) = self.block_range(child, s);
+            while *d < deps.len() && deps[*d] < start {
+                *d += 1;
+            }
+            let from = *d;
+            while *d < deps.len() && deps[*d] < end {
+                *d += 1;
+            }
+            if *d - from < (end - start) as usize {
+                idx.push(child); // reserved by the caller for every block splitting
+            }
+        }
+    }
+
+    /// Whether the row with known dependencies `deps` and candidate blocks `blocks` (their
+    /// words in `words`) is recognised dense at the end of this step (module docs), `s` being
+    /// the next level and `(dense_at, leaf_dense_at)` the thresholds the cap leaves.
+    /// `changed_in` is scratch.
+    fn recognised_dense(
+        &self,
+        deps: &[u32],
+        (blocks, words): (&[u32], &[u32]),
+        s: u32,
+        (dense_at, leaf_dense_at): (usize, usize),
+        changed_in: &mut Vec<u32>,
+    ) -> Result<bool> {
+        // The row's dependency lower bound: its known ones, plus the probes in which it
+        // changed with no known one (each holds one more); and its blocks that hold a known
+        // dependency or changed, of all its blocks.
+        let (mut hit, mut unknown) = (0, 0);
+        changed_in.clear();
+        let mut d = 0;
+        for (&b, &v) in blocks.iter().zip(words) {
+            let c = v & PROBE;
+            let (start, end) = self.block_range(b, self.shift);
+            while d < deps.len() && deps[d] < start {
+                d += 1;
+            }
+            let first = d;
+            while d < deps.len() && deps[d] < end {
+                d += 1;
+            }
+            let known = d > first;
+            let tested = c != UNTESTED && self.told[c as usize];
+            let changed = tested && v & HIT != 0;
+            if changed && !known {
+                push(changed_in, c, "probes of a row")?;
+            }
+            hit += usize::from(changed || known);
+            if changed || !tested {
+                unknown += (end - start) as usize - (d - first);
+            }
+        }
+        if changed_in.len() > 1 {
+            changed_in.sort_unstable();
+            changed_in.dedup();
+        }
+        let lower = deps.len() + changed_in.len();
+        let blocks = blocks.len();
+        Ok((blocks >= DENSE_MIN_BLOCKS
+            && 4 * hit >= 3 * blocks
+            && deps.len() >= DENSE_MIN
+            && lower >= dense_at)
+            // Before the last two levels: the row's unknown columns would cost a quarter of
+            // what is left, about one probe each.
+            || (s <= 1 && deps.len() >= DENSE_MIN && unknown >= leaf_dense_at))
+    }
+
+    /// Applies the outcomes of the told probes of the current step: drops candidates proven
+    /// zero, and at the finest level turns changed outputs into dependencies.
+    pub(super) fn absorb(&mut self) -> Result<()> {
+        match self.mode {
+            Mode::Refining => {
+                let leaf = self.shift == 0;
+                let (mut tested, mut changed) = (0usize, 0usize);
+                let mut w = 0;
+                let mut ptr = 0;
+                for i in 0..self.m {
+                    let (a, b) = (self.cand_ptr[i], self.cand_ptr[i + 1]);
+                    self.cand_ptr[i] = ptr;
+                    for e in a..b {
+                        let v = self.cand_probe[e];
+                        let c = v & PROBE;
+                        let keep = if c == UNTESTED || !self.told[c as usize] {
+                            true
+                        } else {
+                            tested += 1;
+                            if v & HIT != 0 {
+                                changed += 1;
+                                if leaf {
+                                    // Alone among the row's blocks in its probe: proven.
+                                    let dep = (i as u32, self.cand_idx[e]);
+                                    push(&mut self.new_deps, dep, "dependencies")?;
+                                    if v & PERT != 0 {
+                                        push(&mut self.pert_deps, dep, "dependencies")?;
+                                    }
+                                }
+                                !leaf
+                            } else {
+                                false // unchanged: every column of the block is zero for row i
+                            }
+                        };
+                        if keep {
+                            self.cand_idx[w] = self.cand_idx[e];
+                            self.cand_probe[w] = UNTESTED;
+                            w += 1;
+                        }
+                    }
+                    ptr = w;
+                }
+                self.cand_ptr[self.m] = w;
+                self.cand_idx.truncate(w);
+                self.cand_probe.truncate(w);
+                if tested > 0 {
+                    self.last_hit_rate = changed as f64 / tested as f64;
+                }
+            }
+            Mode::OneHot => {
+                if self.onehot_complete && self.onehot_told.count_ones() == self.onehot_cols.len() {
+                    self.cand_ptr.iter_mut().for_each(|p| *p = 0);
+                    self.cand_idx.clear();
+                    self.cand_probe.clear();
+                }
+            }
+            Mode::Start | Mode::Done => {}
+        }
+        Ok(())
+    }
+
+    /// Merges `new_deps` into the dependency CSR (sorted, distinct per row): one sort of the
+    /// new pairs and one merging pass, O(nnz + m + k log k) for k new pairs. The rows between
+    /// two rows with new pairs are copied as one stretch. The pairs are left in `merged`,
+    /// sorted, distinct, until the next merge (`advance` recovers from them the dependencies
+    /// a parked row's step was planned with).
+    pub(super) fn merge_deps(&mut self) -> Result<()> {
+        self.merged.clear();
+        if self.new_deps.is_empty() {
+            return Ok(());
+        }
+        let mut new = std::mem::take(&mut self.new_deps);
+        new.sort(); // stable: it merges the per-probe runs the tells left (rows increasing in each)
+        new.dedup();
+        let m = self.m;
+        let mut idx = Vec::new();
+        reserve(&mut idx, self.dep_idx.len() + new.len(), "dependencies")?;
+        let mut ptr = Vec::new();
+        reserve(&mut ptr, m + 1, "dependency pointers")?;
+        ptr.push(0);
+        // `done`: rows before it are in the new CSR; `shift`: entries added before row `done`.
+        let (mut done, mut shift, mut k) = (0usize, 0usize, 0usize);
+        while k < new.len() {
+            let i = new[k].0 as usize;
+            let start = k;
+            while k < new.len() && new[k].0 as usize == i {
+                k += 1;
+            }
+            // Rows done..i unchanged: one copy of their entries, their pointers shifted.
+            let (from, to) = (self.dep_ptr[done], self.dep_ptr[i]);
+            idx.extend_from_slice(&self.dep_idx[from..to]);
+            ptr.extend(self.dep_ptr[done + 1..=i].iter().map(|&p| p + shift));
+            let old = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
+            let added = &new[start..k]; // sorted, distinct
+            let before = idx.len();
+            if old.is_empty() {
+                idx.extend(added.iter().map(|&(_, j)| j));
+            } else {
+                merge_sorted_unique(old, added, |j| idx.push(j));
+            }
+            shift += idx.len() - before - old.len();
+            ptr.push(idx.len());
+            done = i + 1;
+        }
+        let from = self.dep_ptr[done];
+        idx.extend_from_slice(&self.dep_idx[from..]);
+        ptr.extend(self.dep_ptr[done + 1..=m].iter().map(|&p| p + shift));
+        self.dep_ptr = ptr;
+        self.dep_idx = idx;
+        // The pairs stay for `advance`; the allocation of the emptied one serves the next step.
+        self.new_deps = std::mem::replace(&mut self.merged, new);
+        Ok(())
+    }
+
+    /// Lets go of the last merge's pairs, keeping the larger allocation for the next step's.
+    fn release_merged(&mut self) {
+        let mut merged = std::mem::take(&mut self.merged);
+        merged.clear();
+        if merged.capacity() > self.new_deps.capacity() && self.new_deps.is_empty() {
+            self.new_deps = merged;
+        }
+    }
+
+    /// Appends to `idx` and `words` the candidate entries of a row parked at the current level
+    /// with dependencies `deps` (those the step was planned with), and the words the stored
+    /// row would have: UNTESTED for a Q block, a P block's color, with [`HIT`] when the row
+    /// changed in that probe (`changed`, sorted). Returns how many P blocks it holds in a
+    /// probe.
+    fn parked_entries(
+        &self,
+        deps: &[u32],
+        changed: &[u32],
+        idx: &mut Vec<u32>,
+        words: &mut Vec<u32>,
+    ) -> Result<usize> {
+        let most = deps.len() << BRANCH_BITS;
+        reserve(idx, most, "candidate blocks")?;
+        reserve(words, most, "candidate probes")?;
+        let mut p = 0;
+        for_each_block(
+            deps,
+            self.shift,
+            BRANCH_BITS,
+            self.n,
+            |b, kind| match kind {
+                Kind::Q => {
+                    idx.push(b);
+                    words.push(UNTESTED);
+                }
+                Kind::P => {
+                    let word = match self.parked.colors.get(b as usize) {
+                        Some(&c) if c != NONE && changed.binary_search(&c).is_ok() => c | HIT,
+                        Some(&c) if c != NONE => c,
+                        _ => UNTESTED,
+                    };
+                    idx.push(b);
+                    words.push(word);
+                    p += usize::from(word != UNTESTED);
+                }
+                Kind::Full => {}
+            },
+        );
+        Ok(p)
+    }
+
+    /// Writes every parked row back into the stored candidates, with the words the current
+    /// step gave it (before one probe per column, and before `finish` reads the candidates).
+    pub(super) fn unpark_all(&mut self) -> Result<()> {
+        if self.parked.count == 0 {
+            return Ok(());
+        }
+        self.parked.sort_hits();
+        let hits = std::mem::take(&mut self.parked.hits);
+        let mut ptr = Vec::new();
+        reserve(&mut ptr, self.m + 1, "candidate pointers")?;
+        ptr.push(0);
+        let (mut idx, mut words) = (Vec::new(), Vec::new());
+        let most = self.cand_idx.len() + (self.parked.deps << BRANCH_BITS);
+        reserve(&mut idx, most, "candidate blocks")?;
+        reserve(&mut words, most, "candidate probes")?;
+        let mut changed = Vec::new();
+        let mut h = 0;
+        for i in 0..self.m {
+            if self.parked.is_parked(i) {
+                changed.clear();
+                while h < hits.len() && hits[h].0 as usize == i {
+                    push(&mut changed, hits[h].1, "probes of a row")?;
+                    h += 1;
+                }
+                self.parked_entries(self.deps(i), &changed, &mut idx, &mut words)?;
+                self.parked.rows[i] = STORED;
+            } else {
+                let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
+                idx.extend_from_slice(&self.cand_idx[row.clone()]);
+                words.extend_from_slice(&self.cand_probe[row]);
+            }
+            ptr.push(idx.len());
+        }
+        self.parked.count = 0;
+        self.parked.deps = 0;
+        self.parked.listed_p = 0;
+        self.cand_ptr = ptr;
+        self.cand_idx = idx;
+        self.cand_probe = words;
+        Ok(())
+    }
+
+    /// Of a row's known dependencies `deps`, how many blocks at the current level hold one
+    /// and an unknown column.
+    fn open_dep_blocks(&self, deps: &[u32]) -> usize {
+        let (mut open, mut d) = (0, 0);
+        while d < deps.len() {
+            let (start, end) = self.block_range(deps[d] >> self.shift, self.shift);
+            let from = d;
+            while d < deps.len() && deps[d] < end {
+                d += 1;
+            }
+            open += usize::from(d - from < (end - start) as usize);
+        }
+        open
+    }
+
+    /// Ends a step and moves to the next level, in one pass over the candidates: drops those
+    /// the step proved zero and splits the others, keeping the halves that still hold an
+    /// unknown column (the step's new dependencies are merged first, so a half left with none
+    /// goes at once). At the last level everything tested is resolved and nothing is left.
+    ///
+    /// Parked rows the step showed nothing new of stay parked with no work; the others are
+    /// written back and split like any row; a row whose survivors are exactly its
+    /// dependencies' open blocks is parked (`parked.rs`), except before the last level.
+    pub(super) fn advance(&mut self) -> Result<()> {
+        if self.shift == 0 {
+            debug_assert_eq!(self.parked.count, 0);
+            self.absorb()?;
+            self.merge_deps()?;
+            self.release_merged();
+            self.cand_ptr.iter_mut().for_each(|p| *p = 0);
+            self.cand_idx.clear();
+            self.cand_probe.clear();
+            return Ok(());
+        }
+        self.parked.sort_hits();
+        let hits = std::mem::take(&mut self.parked.hits);
+        self.merge_deps()?;
+        let bits = BRANCH_BITS.min(self.shift);
+        let s = self.shift - bits;
+        let mut ptr = Vec::new();
+        reserve(&mut ptr, self.m + 1, "candidate pointers")?;
+        ptr.push(0);
+        let mut idx = Vec::new();
+        // For the stored rows; a parked row written back reserves its own below.
+        reserve(&mut idx, self.cand_idx.len() << bits, "candidate blocks")?;
+        // The P blocks of the rows that stay parked were all tested, and none changed; those
+        // of rows written back are counted from their words.
+        let mut tested = self.parked.listed_p;
+        let mut changed = 0usize;
+        let mut changed_in: Vec<u32> = Vec::new();
+        // A parked row written back: its step's dependencies, the probes it changed in, its
+        // entries and words.
+        let (mut step_deps, mut probes, mut back_idx, mut back_words) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut h, mut nd, mut nm) = (0, 0, 0);
+        let (parked_before, mut written_back) = (self.parked.count, 0usize);
+        let leaf_dense_at = match self.cap {
+            usize::MAX => usize::MAX,
+            cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / 4),
+        };
+        let dense_at = match self.cap {
+            usize::MAX => usize::MAX,
+            cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / DENSE_DIVISOR),
+        };
+        // Rows parked or written back in this step, whose codes (and their successors') are
+        // made again at the end.
+        let mut touched: Vec<u32> = Vec::new();
+        let mut skip_to = 0;
+        for i in 0..self.m {
+            if i < skip_to {
+                continue;
+            }
+
+            let hit = h < hits.len() && hits[h].0 as usize == i;
+            // New dependencies of a parked row with no hit lie in blocks holding known ones:
+            // its blocks stay what they were, and it stays parked with them.
+            while nm < self.merged.len() && (self.merged[nm].0 as usize) < i {
+                nm += 1;
+            }
+            let learned = (self.merged[nm..].iter())
+                .take_while(|&&(r, _)| r as usize == i)
+                .count();
+            // (Unless they make it a candidate dense row: recognising one reads its stored
+            // candidates. Then it is written back.)
+            let dense_now = learned > 0 && self.dep_ptr[i + 1] - self.dep_ptr[i] >= DENSE_MIN;
+            if self.parked.is_parked(i) && !hit && learned > 0 && !dense_now {
+                self.parked.deps += learned;
+                push(&mut touched, i as u32, "rows")?;
+                if s > 0 {
+                    ptr.push(idx.len());
+                    continue;
+                }
+            } else if self.parked.is_parked(i) && !hit && learned == 0 && s > 0 {
+                // Parked rows up to the next stored row, hit or new dependency: they stay
+                // parked.
+                let next_hit = hits.get(h).map_or(self.m, |&(r, _)| r as usize);
+                let next_new = self.merged.get(nm).map_or(self.m, |&(r, _)| r as usize);
+                let next = next_hit.min(next_new);
+                let stop = (self.parked.rows[i..next].iter())
+                    .position(|&c| c == STORED)
+                    .map_or(next, |k| i + k);
+                ptr.extend(std::iter::repeat_n(idx.len(), stop - i));
+                skip_to = stop;
+                continue;
+            }
+            let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
+            let was_parked = self.parked.is_parked(i);
+            if was_parked && !hit && !dense_now {
+                // Into the last level with nothing new: its P blocks were tested (counted in
+                // `tested`) and unchanged, its Q blocks split into their columns that are not
+                // dependencies: the children of its dependencies' blocks, stored.
+                debug_assert_eq!(s, 0);
+                reserve(&mut idx, deps.len() << BRANCH_BITS, "candidate blocks")?;
+                for_each_block(deps, s, BRANCH_BITS, self.n, |b, kind| {
+                    if kind == Kind::P {
+                        idx.push(b);
+                    }
+                });
+                self.parked.rows[i] = STORED;
+                self.parked.count -= 1;
+                self.parked.deps -= deps.len();
+                ptr.push(idx.len());
+                continue;
+            }
+            let (blocks, words) = if !was_parked {
+                let row = self.cand_ptr[i]..self.cand_ptr[i + 1];
+                (&self.cand_idx[row.clone()], &self.cand_probe[row])
+            } else {
+                // Written back: a P block changed, a dependency came outside its blocks, or it
+                // has as many as a dense row: with the words the stored row would have.
+                debug_assert!(hit || dense_now);
+                probes.clear();
+                while h < hits.len() && hits[h].0 as usize == i {
+                    push(&mut probes, hits[h].1, "probes of a row")?;
+                    h += 1;
+                }
+                while nd < self.merged.len() && (self.merged[nd].0 as usize) < i {
+                    nd += 1;
+                }
+                let from = nd;
+                while nd < self.merged.len() && self.merged[nd].0 as usize == i {
+                    nd += 1;
+                }
+                let step = match &self.merged[from..nd] {
+                    [] => deps,
+                    added => {
+                        step_deps.clear();
+                        reserve(&mut step_deps, deps.len(), "dependencies of a row")?;
+                        step_deps.extend(
+                            (deps.iter())
+                                .filter(|&&j| added.binary_search(&(i as u32, j)).is_err()),
+                        );
+                        &step_deps[..]
+                    }
+                };
+                back_idx.clear();
+                back_words.clear();
+                tested -= self.parked_entries(step, &probes, &mut back_idx, &mut back_words)?;
+                reserve(&mut idx, back_idx.len() << bits, "candidate blocks")?;
+                self.parked.rows[i] = STORED;
+                self.parked.count -= 1;
+                self.parked.deps -= step.len();
+                written_back += 1;
+                (&back_idx[..], &back_words[..])
+            };
+            // Recognising a row dense takes DENSE_MIN known dependencies: most rows skip it.
+            let is_dense = deps.len() >= DENSE_MIN
+                && self.recognised_dense(
+                    deps,
+                    (blocks, words),
+                    s,
+                    (dense_at, leaf_dense_at),
+                    &mut changed_in,
+                )?;
+            let row_start = idx.len();
+            let may_park = s > 0 && self.parked.enabled && !is_dense && deps.len() < DENSE_MIN;
+            // Survivors, those holding a dependency, those holding one and an unknown column.
+            let (mut survivors, mut with_dep, mut open) = (0usize, 0usize, 0usize);
+            let (mut d, mut dd) = (0, 0);
+            for (&b, &v) in blocks.iter().zip(words) {
+                let c = v & PROBE;
+                if c != UNTESTED && self.told[c as usize] {
+                    tested += 1;
+                    if v & HIT == 0 {
+                        continue; // unchanged: every column of the block is zero for row i
+                    }
+                    changed += 1;
+                }
+                if is_dense {
+                    // Recognised dense: the block's columns are kept, not refined.
+                    let (start, end) = self.block_range(b, self.shift);
+                    push(&mut self.dense, (i as u32, start, end), "dense rows")?;
+                    continue;
+                }
+                if may_park {
+                    let (start, end) = self.block_range(b, self.shift);
+                    while dd < deps.len() && deps[dd] < start {
+                        dd += 1;
+                    }
+                    let from = dd;
+                    while dd < deps.len() && deps[dd] < end {
+                        dd += 1;
+                    }
+                    survivors += 1;
+                    with_dep += usize::from(dd > from);
+                    open += usize::from(dd > from && dd - from < (end - start) as usize);
+                }
+                self.split_into(b, s, deps, &mut d, &mut idx);
+            }
+            if may_park
+                && survivors > 0
+                && with_dep == survivors
+                && deps.len() < DENSE_MIN
+                && open == self.open_dep_blocks(deps)
+            {
+                // Its children are its dependencies' blocks' children: not stored.
+                idx.truncate(row_start);
+                self.parked.rows[i] = ALONE;
+                self.parked.count += 1;
+                self.parked.deps += deps.len();
+            }
+            if was_parked || self.parked.is_parked(i) {
+                push(&mut touched, i as u32, "rows")?;
+            }
+            ptr.push(idx.len());
+        }
+        // A parked row's code: from which level on it has the blocks of the row before.
+        for &t in &touched {
+            for r in [t as usize, t as usize + 1] {
+                if r < self.m && self.parked.is_parked(r) {
+                    self.parked.rows[r] = match r > 0 && self.parked.is_parked(r - 1) {
+                        true => shared_from(self.deps(r), self.deps(r - 1)),
+                        false => ALONE,
+                    };
+                }
+            }
+        }
+        debug_assert_eq!(h, hits.len());
+        debug_assert_eq!(ptr.len(), self.m + 1);
+        if 2 * written_back > parked_before {
+            // Most parked rows came back (a band's rows learn one dependency a probe for many
+            // levels): parking costs more than it saves on this pattern.
+            self.parked.enabled = false;
+        }
+        drop(hits);
+        self.release_merged();
+        if tested > 0 {
+            self.last_hit_rate = changed as f64 / tested as f64;
+        }
+        self.cand_ptr = ptr;
+        // Reserved for every block splitting; the halves proven empty are not there: give the
+        // rest back (a shrinking reallocation, in place for large arrays).
+        idx.shrink_to_fit();
+        self.cand_idx = idx;
+        // The old array goes before the new one is made: one of them at a time at the peak.
+        self.cand_probe = Vec::new();
+        self.cand_probe = filled(UNTESTED, self.cand_idx.len(), "candidate probes")?;
+        self.shift = s;
+        Ok(())
+    }
+}
+
+/// Calls `f` on the sorted union of a row's known dependencies (`old`, sorted, distinct) and
+/// its new ones (`added`, sorted by column), each column once.
+fn merge_sorted_unique(old: &[u32], added: &[(u32, u32)], mut f: impl FnMut(u32)) {
+    let (mut a, mut b) = (0, 0);
+    let mut last = None;
+    while a < old.len() || b < added.len() {
+        let v = if b == added.len() || (a < old.len() && old[a] <= added[b].1) {
+            a += 1;
+            old[a - 1]
+        } else {
+            b += 1;
+            added[b - 1].1
+        };
+        if last != Some(v) {
+            f(v);
+            last = Some(v);
+        }
+    }
+}
