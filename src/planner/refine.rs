@@ -311,10 +311,14 @@ impl Refine {
         n + n / SPEND_DIVISOR + SPEND_SLACK.min(n / 4)
     }
 
+    /// Row `i`'s known dependencies (sorted).
+    #[inline]
     fn deps(&self, i: usize) -> &[u32] {
         &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]]
     }
 
+    /// The columns `start..end` of block `b` at level `shift` (the last block may be short).
+    #[inline]
     fn block_range(&self, b: u32, shift: u32) -> (u32, u32) {
         let start = (b as u64) << shift;
         let end = ((b as u64 + 1) << shift).min(self.n as u64);

@@ -461,6 +461,7 @@ impl Palette {
     /// The color for the block whose conflicts were counted: the one with the fewest (hard,
     /// blind soft, soft) conflicts when it has neither hard nor blind soft ones, or the palette
     /// holds `cap` colors already; otherwise a new color. Clears the counts for the next block.
+    #[inline]
     fn choose(&mut self, cap: usize) -> Result<u32> {
         // The first color with the fewest (hard, blind soft, soft), the three as one number,
         // found in the pass that clears the counts.

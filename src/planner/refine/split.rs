@@ -568,6 +568,7 @@ impl Refine {
 
 /// Calls `f` on the sorted union of a row's known dependencies (`old`, sorted, distinct) and
 /// its new ones (`added`, sorted by column), each column once.
+#[inline]
 fn merge_sorted_unique(old: &[u32], added: &[(u32, u32)], mut f: impl FnMut(u32)) {
     let (mut a, mut b) = (0, 0);
     let mut last = None;
