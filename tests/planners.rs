@@ -480,3 +480,58 @@ fn payload_steps_are_batches_of_independent_probes() {
     assert_exact(&truth, &p, "stencil in reverse order");
     assert!(largest_batch > 1);
 }
+
+/// Rows that have stopped learning dependencies and sit parked (a banded pattern, once every
+/// row knows its band) are split four ways a level instead of two, into blocks wider than any
+/// row's spread: about half the steps, each row told and split half as often, the same
+/// pattern and no more evaluations.
+#[test]
+fn settled_banded_rows_skip_levels() {
+    use nanprop::TraceSession;
+    for (n, half, winner) in [
+        (1 << 16, 1, Winner::Smallest),
+        (1 << 16, 1, Winner::Largest),
+        (100_000, 2, Winner::Smallest),
+    ] {
+        let truth = synthetic::banded(n, half);
+        let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 0.01).collect();
+        let options = TraceOptions {
+            verify: false,
+            ..TraceOptions::default()
+        };
+        let mut s = TraceSession::new(n, n, &x0, &options).unwrap();
+        let mut f = Synthetic::new(&truth, winner, 3);
+        let mut ev = nanprop::driver::guard::Guarded::new(n, n).unwrap();
+        let mut steps = 0;
+        loop {
+            let ks = s.ask().unwrap();
+            if ks.is_empty() {
+                break;
+            }
+            steps += 1;
+            for k in ks {
+                s.write_input(k, ev.input_mut());
+                ev.call(&mut f).unwrap();
+                s.tell(k, ev.output()).unwrap();
+            }
+        }
+        let p = s.finish().unwrap();
+        let what = format!("banded n = {n}, half-bandwidth {half}, {winner:?}");
+        assert_exact(&truth, &p, &what);
+        // Split two ways, a level a step: ceil(log2 n) + 1 levels (17 for n = 2^16, where
+        // two-way splits took 18 steps and these take 12).
+        let levels = (n - 1).ilog2() as usize + 2;
+        assert!(
+            4 * steps <= 3 * levels,
+            "{what}: {steps} steps for {levels} levels"
+        );
+        // No more evaluations than two-way splits need: the baseline, two probes a level and
+        // a band's width (36 and 42 here, on both sides).
+        let bound = 1 + 2 * levels + 2 * half + 1;
+        assert!(
+            p.report.evaluations <= bound,
+            "{what}: {}",
+            p.report.evaluations
+        );
+    }
+}

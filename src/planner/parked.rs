@@ -14,7 +14,8 @@
 //!
 //! A row is *parked* at level `s` when its candidate blocks are exactly the children (at `s`)
 //! of the blocks one level up that hold one of its known dependencies, minus the children made
-//! of known dependencies only. [`for_each_block`] lists them (with the children made of
+//! of known dependencies only ("one level up" is the level the last split came from: two or
+//! four times wider, `refine.rs`'s wide split). [`for_each_block`] lists them (with the children made of
 //! dependencies only, which the coloring also needs, as Q blocks); the planner stores no
 //! candidate entry for the row.
 //!
@@ -135,6 +136,9 @@ pub(super) struct Parked {
     /// The P blocks of parked rows listed at the current level (all tested once the step is
     /// told: parked rows never hold a block out of its probe).
     pub listed_p: usize,
+    /// The widest a parked row's dependencies have spread (last minus first) so far in the
+    /// trace: the planner splits wide only into blocks wider than this ([`Parked::note_span`]).
+    pub span: u32,
     /// Runs of consecutive parked rows with the same list at the current level, in row
     /// order: `(first row, end row, x)`, x being the list's ordinal while the level is
     /// planned, then the probes holding one of its P blocks as a bit set
@@ -157,6 +161,7 @@ impl Parked {
             hits: Vec::new(),
             colors: Vec::new(),
             listed_p: 0,
+            span: 0,
             spans: Vec::new(),
         })
     }
@@ -180,6 +185,14 @@ impl Parked {
     }
 
     /// Whether row `i` is parked.
+    /// Notes the dependencies of a row parked, or kept parked with new ones, in [`Parked::span`].
+    #[inline]
+    pub fn note_span(&mut self, deps: &[u32]) {
+        if let (Some(&first), Some(&last)) = (deps.first(), deps.last()) {
+            self.span = self.span.max(last - first);
+        }
+    }
+
     #[inline]
     pub fn is_parked(&self, i: usize) -> bool {
         self.rows[i] != STORED

@@ -10,8 +10,8 @@
 //! [`Refine::start_onehot`] hands out one probe per still-unknown column instead.
 
 use super::{
-    Mode, Refine, BRANCH_BITS, DENSE_MIN, MIN_BLOCKS_FOR_DENSE_TEST, MIN_BLOCKS_FOR_SCALE_TEST,
-    NONE, P_FLAG, SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
+    Mode, Refine, DENSE_MIN, MIN_BLOCKS_FOR_DENSE_TEST, MIN_BLOCKS_FOR_SCALE_TEST, NONE, P_FLAG,
+    SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
 };
 use crate::error::{collect, copied, filled, push, reserve, zero_bits, Result};
 use crate::planner::parked::{for_each_block, Kind, STORED};
@@ -56,8 +56,8 @@ impl Refine {
         let mut suspected: Vec<u32> = Vec::new();
         let mut k_idx: Vec<u32> = Vec::new();
         // A stored row lists its candidates and its dependencies' blocks; a parked row its
-        // dependencies' blocks' children, at most `deps << BRANCH_BITS`.
-        let parked_lists = self.parked.deps * ((1 << BRANCH_BITS) - 1);
+        // dependencies' blocks' children, at most `deps << bits`.
+        let parked_lists = self.parked.deps * ((1 << self.bits) - 1);
         reserve(
             &mut k_idx,
             self.cand_idx.len() + self.dep_idx.len() + parked_lists,
@@ -104,7 +104,7 @@ impl Refine {
             let mut p = 0;
             if parked {
                 // Its candidates are its dependencies' blocks' children (`parked.rs`).
-                for_each_block(deps, shift, BRANCH_BITS, self.n, |blk, kind| match kind {
+                for_each_block(deps, shift, self.bits, self.n, |blk, kind| match kind {
                     Kind::P => {
                         is_cand[blk as usize] = true;
                         probed[blk as usize] = true;

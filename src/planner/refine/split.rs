@@ -13,7 +13,7 @@
 
 use super::{
     Mode, Refine, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN, DENSE_MIN_BLOCKS, HIT, NONE, PERT, PROBE,
-    UNTESTED,
+    UNTESTED, WIDE_BRANCH_BITS,
 };
 use crate::error::{filled, push, reserve, Result};
 use crate::planner::parked::{for_each_block, shared_from, Kind, ALONE, STORED};
@@ -232,33 +232,27 @@ impl Refine {
         idx: &mut Vec<u32>,
         words: &mut Vec<u32>,
     ) -> Result<usize> {
-        let most = deps.len() << BRANCH_BITS;
+        let most = deps.len() << self.bits;
         reserve(idx, most, "candidate blocks")?;
         reserve(words, most, "candidate probes")?;
         let mut p = 0;
-        for_each_block(
-            deps,
-            self.shift,
-            BRANCH_BITS,
-            self.n,
-            |b, kind| match kind {
-                Kind::Q => {
-                    idx.push(b);
-                    words.push(UNTESTED);
-                }
-                Kind::P => {
-                    let word = match self.parked.colors.get(b as usize) {
-                        Some(&c) if c != NONE && changed.binary_search(&c).is_ok() => c | HIT,
-                        Some(&c) if c != NONE => c,
-                        _ => UNTESTED,
-                    };
-                    idx.push(b);
-                    words.push(word);
-                    p += usize::from(word != UNTESTED);
-                }
-                Kind::Full => {}
-            },
-        );
+        for_each_block(deps, self.shift, self.bits, self.n, |b, kind| match kind {
+            Kind::Q => {
+                idx.push(b);
+                words.push(UNTESTED);
+            }
+            Kind::P => {
+                let word = match self.parked.colors.get(b as usize) {
+                    Some(&c) if c != NONE && changed.binary_search(&c).is_ok() => c | HIT,
+                    Some(&c) if c != NONE => c,
+                    _ => UNTESTED,
+                };
+                idx.push(b);
+                words.push(word);
+                p += usize::from(word != UNTESTED);
+            }
+            Kind::Full => {}
+        });
         Ok(p)
     }
 
@@ -274,7 +268,7 @@ impl Refine {
         reserve(&mut ptr, self.m + 1, "candidate pointers")?;
         ptr.push(0);
         let (mut idx, mut words) = (Vec::new(), Vec::new());
-        let most = self.cand_idx.len() + (self.parked.deps << BRANCH_BITS);
+        let most = self.cand_idx.len() + (self.parked.deps << self.bits);
         reserve(&mut idx, most, "candidate blocks")?;
         reserve(&mut words, most, "candidate probes")?;
         let mut changed = Vec::new();
@@ -341,7 +335,18 @@ impl Refine {
         self.parked.sort_hits();
         let hits = std::mem::take(&mut self.parked.hits);
         self.merge_deps()?;
-        let bits = BRANCH_BITS.min(self.shift);
+        // Four ways when the rows have settled (most parked, the step taught few new
+        // dependencies, the next blocks wider than any parked row's spread) and the next level
+        // is not the last; two ways otherwise (module docs, "Termination and cost").
+        let settled = self.parked.enabled
+            && 2 * self.parked.count > self.m
+            && 16 * self.merged.len() <= self.m
+            && self.shift > WIDE_BRANCH_BITS
+            && u64::from(self.parked.span) < 1u64 << (self.shift - WIDE_BRANCH_BITS);
+        let bits = match settled {
+            true => WIDE_BRANCH_BITS,
+            false => BRANCH_BITS.min(self.shift),
+        };
         let s = self.shift - bits;
         let mut ptr = Vec::new();
         reserve(&mut ptr, self.m + 1, "candidate pointers")?;
@@ -391,6 +396,8 @@ impl Refine {
             let dense_now = learned > 0 && self.dep_ptr[i + 1] - self.dep_ptr[i] >= DENSE_MIN;
             if self.parked.is_parked(i) && !hit && learned > 0 && !dense_now {
                 self.parked.deps += learned;
+                self.parked
+                    .note_span(&self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]]);
                 push(&mut touched, i as u32, "rows")?;
                 if s > 0 {
                     ptr.push(idx.len());
@@ -416,8 +423,8 @@ impl Refine {
                 // `tested`) and unchanged, its Q blocks split into their columns that are not
                 // dependencies: the children of its dependencies' blocks, stored.
                 debug_assert_eq!(s, 0);
-                reserve(&mut idx, deps.len() << BRANCH_BITS, "candidate blocks")?;
-                for_each_block(deps, s, BRANCH_BITS, self.n, |b, kind| {
+                reserve(&mut idx, deps.len() << bits, "candidate blocks")?;
+                for_each_block(deps, s, bits, self.n, |b, kind| {
                     if kind == Kind::P {
                         idx.push(b);
                     }
@@ -524,6 +531,7 @@ impl Refine {
                 self.parked.rows[i] = ALONE;
                 self.parked.count += 1;
                 self.parked.deps += deps.len();
+                self.parked.note_span(deps);
             }
             if was_parked || self.parked.is_parked(i) {
                 push(&mut touched, i as u32, "rows")?;
@@ -562,6 +570,7 @@ impl Refine {
         self.cand_probe = Vec::new();
         self.cand_probe = filled(UNTESTED, self.cand_idx.len(), "candidate probes")?;
         self.shift = s;
+        self.bits = bits;
         Ok(())
     }
 }
