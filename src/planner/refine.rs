@@ -71,16 +71,19 @@
 //! level (n = 10^4, d = 5: 175).
 //!
 //! A split halves the blocks, except when the rows have settled: when most rows are parked
-//! (below), the step just ended taught at most one new dependency per 16 rows, and the next
-//! blocks would still be wider than any parked row's dependencies spread, a block splits in
-//! four and a level is skipped. A settled banded row's four children are one or two Q blocks
-//! and their siblings, which take about four probes, as two halving levels would; but every
-//! row is listed, told and split once instead of twice. Tridiagonal n = 10^6 takes 13 levels
-//! instead of 21 with the same evaluations (the whole trace 0.88x). The split into the last
-//! level always halves (a four-way split there gives a row more candidates for the last
-//! level's hard conflicts), and rows still learning (a band whose NaNs race, random
-//! patterns) keep halving: on the fingerprint suite of 614 traces no evaluation count and no
-//! pattern changed, and looser rules had cost some small patterns more evaluations.
+//! (below), either with two known dependencies each on average or having learned at most one
+//! new dependency per 16 rows in the step just ended, and the next blocks would still be
+//! wider than any parked row's dependencies spread, a block splits in four and a level is
+//! skipped. A settled banded row's four children are one or two Q blocks and their siblings,
+//! which take about four probes, as two halving levels would; but every row is listed, told
+//! and split once instead of twice. Tridiagonal n = 10^6 takes 13 levels instead of 21 with
+//! the same evaluations (the whole trace 0.88x; banded and block-diagonal patterns whose NaNs
+//! race 0.89x). The split into the last level always halves (a four-way split there gives a
+//! row more candidates for the last level's hard conflicts), and so do rows with one known
+//! dependency still learning (random patterns at coarse levels): on the fingerprint suite of
+//! 614 traces no evaluation count and no pattern changed, where looser rules (a row knowing
+//! one dependency has a spread of 0 whatever its true one) cost small random, stencil and
+//! dense patterns more evaluations (dense 200 x 200, the smallest NaN winning: 201 against 9).
 //!
 //! # Dense rows
 //!
