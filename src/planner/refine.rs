@@ -71,19 +71,22 @@
 //! level (n = 10^4, d = 5: 175).
 //!
 //! A split halves the blocks, except when the rows have settled: when most rows are parked
-//! (below), either with two known dependencies each on average or having learned at most one
-//! new dependency per 16 rows in the step just ended, and the next blocks would still be
-//! wider than any parked row's dependencies spread, a block splits in four and a level is
-//! skipped. A settled banded row's four children are one or two Q blocks and their siblings,
-//! which take about four probes, as two halving levels would; but every row is listed, told
-//! and split once instead of twice. Tridiagonal n = 10^6 takes 13 levels instead of 21 with
-//! the same evaluations (the whole trace 0.88x; banded and block-diagonal patterns whose NaNs
-//! race 0.89x). The split into the last level always halves (a four-way split there gives a
-//! row more candidates for the last level's hard conflicts), and so do rows with one known
-//! dependency still learning (random patterns at coarse levels): on the fingerprint suite of
-//! 614 traces no evaluation count and no pattern changed, where looser rules (a row knowing
-//! one dependency has a spread of 0 whatever its true one) cost small random, stencil and
-//! dense patterns more evaluations (dense 200 x 200, the smallest NaN winning: 201 against 9).
+//! (below), the step just ended taught at most one new dependency per 16 rows, and the next
+//! blocks would still be wider than any parked row's dependencies spread, a block splits in
+//! four and a level is skipped. A settled banded row's four children are one or two Q blocks
+//! and their siblings, which take about four probes, as two halving levels would; but every
+//! row is listed, told and split once instead of twice. Tridiagonal n = 10^6 takes 13 levels
+//! instead of 21 with the same evaluations (the whole trace 0.88x). The split into the last
+//! level always halves (a four-way split there gives a row more candidates for the last
+//! level's hard conflicts), and rows still learning keep halving: a row learns dependencies
+//! from the tags of the probes it changes in, and in a four-way level it changes in one or
+//! two of four probes where two halving levels change it in two to four, so a band whose
+//! NaNs race would reach the last level knowing fewer (banded 11 x 10^4: 50 evaluations
+//! against 48, though 0.89x the time). A rule that only asked for two known dependencies a
+//! row did that; one that ignored new dependencies (a row knowing one has a spread of 0
+//! whatever its true one) cost small random, stencil and dense patterns more (dense
+//! 200 x 200, the smallest NaN winning: 201 evaluations against 9). With this rule no
+//! evaluation count and no pattern of the fingerprint suite (614 traces) changed.
 //!
 //! # Dense rows
 //!

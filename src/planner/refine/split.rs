@@ -335,13 +335,12 @@ impl Refine {
         self.parked.sort_hits();
         let hits = std::mem::take(&mut self.parked.hits);
         self.merge_deps()?;
-        // Four ways when the rows have settled (most parked, with two dependencies each on
-        // average or few new in this step, the next blocks wider than any parked row's
-        // spread) and the next level is not the last; two ways otherwise (module docs,
-        // "Termination and cost").
+        // Four ways when the rows have settled (most parked, the step taught few new
+        // dependencies, the next blocks wider than any parked row's spread) and the next level
+        // is not the last; two ways otherwise (module docs, "Termination and cost").
         let settled = self.parked.enabled
             && 2 * self.parked.count > self.m
-            && (16 * self.merged.len() <= self.m || self.parked.deps >= 2 * self.parked.count)
+            && 16 * self.merged.len() <= self.m
             && self.shift > WIDE_BRANCH_BITS
             && u64::from(self.parked.span) < 1u64 << (self.shift - WIDE_BRANCH_BITS);
         let bits = match settled {
