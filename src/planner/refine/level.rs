@@ -56,13 +56,11 @@ impl Refine {
         let mut suspected: Vec<u32> = Vec::new();
         let mut k_idx: Vec<u32> = Vec::new();
         // A stored row lists its candidates and its dependencies' blocks; a parked row its
-        // dependencies' blocks' children, at most `deps << bits`.
-        let parked_lists = self.parked.deps * ((1 << self.bits) - 1);
-        reserve(
-            &mut k_idx,
-            self.cand_idx.len() + self.dep_idx.len() + parked_lists,
-            "block lists",
-        )?;
+        // dependencies' blocks' children, at most `deps << bits`, reserved as it is listed
+        // (runs of parked rows share one list: the bound for all of them would be most of
+        // the peak after a four-way split).
+        let stored_deps = self.dep_idx.len().saturating_sub(self.parked.deps);
+        reserve(&mut k_idx, self.cand_idx.len() + stored_deps, "block lists")?;
         let (mut max_q, mut work) = (0usize, 0u64);
         // The last parked row listed: its row, its list's length and P blocks.
         let mut last_parked = (usize::MAX, 0usize, 0usize);
@@ -104,6 +102,7 @@ impl Refine {
             let mut p = 0;
             if parked {
                 // Its candidates are its dependencies' blocks' children (`parked.rs`).
+                reserve(&mut k_idx, deps.len() << self.bits, "block lists")?;
                 for_each_block(deps, shift, self.bits, self.n, |blk, kind| match kind {
                     Kind::P => {
                         is_cand[blk as usize] = true;
