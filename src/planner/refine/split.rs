@@ -30,14 +30,7 @@ impl Refine {
                 break;
             }
             let (start, end) = self.block_range(child, s);
-            while *d < deps.len() && deps[*d] < start {
-                *d += 1;
-            }
-            let from = *d;
-            while *d < deps.len() && deps[*d] < end {
-                *d += 1;
-            }
-            if *d - from < (end - start) as usize {
+            if deps_in(deps, d, start, end) < (end - start) as usize {
                 idx.push(child); // reserved by the caller for every block splitting
             }
         }
@@ -64,14 +57,8 @@ impl Refine {
         for (&b, &v) in blocks.iter().zip(words) {
             let c = v & PROBE;
             let (start, end) = self.block_range(b, self.shift);
-            while d < deps.len() && deps[d] < start {
-                d += 1;
-            }
-            let first = d;
-            while d < deps.len() && deps[d] < end {
-                d += 1;
-            }
-            let known = d > first;
+            let inside = deps_in(deps, &mut d, start, end);
+            let known = inside > 0;
             let tested = c != UNTESTED && self.told[c as usize];
             let changed = tested && v & HIT != 0;
             if changed && !known {
@@ -79,7 +66,7 @@ impl Refine {
             }
             hit += usize::from(changed || known);
             if changed || !tested {
-                unknown += (end - start) as usize - (d - first);
+                unknown += (end - start) as usize - inside;
             }
         }
         if changed_in.len() > 1 {
@@ -304,11 +291,7 @@ impl Refine {
         let (mut open, mut d) = (0, 0);
         while d < deps.len() {
             let (start, end) = self.block_range(deps[d] >> self.shift, self.shift);
-            let from = d;
-            while d < deps.len() && deps[d] < end {
-                d += 1;
-            }
-            open += usize::from(d - from < (end - start) as usize);
+            open += usize::from(deps_in(deps, &mut d, start, end) < (end - start) as usize);
         }
         open
     }
@@ -507,16 +490,10 @@ impl Refine {
                 }
                 if may_park {
                     let (start, end) = self.block_range(b, self.shift);
-                    while dd < deps.len() && deps[dd] < start {
-                        dd += 1;
-                    }
-                    let from = dd;
-                    while dd < deps.len() && deps[dd] < end {
-                        dd += 1;
-                    }
+                    let inside = deps_in(deps, &mut dd, start, end);
                     survivors += 1;
-                    with_dep += usize::from(dd > from);
-                    open += usize::from(dd > from && dd - from < (end - start) as usize);
+                    with_dep += usize::from(inside > 0);
+                    open += usize::from(inside > 0 && inside < (end - start) as usize);
                 }
                 self.split_into(b, s, deps, &mut d, &mut idx);
             }
@@ -577,6 +554,20 @@ impl Refine {
 
 /// Calls `f` on the sorted union of a row's known dependencies (`old`, sorted, distinct) and
 /// its new ones (`added`, sorted by column), each column once.
+/// How many of the sorted `deps` from the cursor `d` on lie in `start..end`; `d` moves past
+/// those below `end` (the ones below `start` skipped).
+#[inline]
+fn deps_in(deps: &[u32], d: &mut usize, start: u32, end: u32) -> usize {
+    while *d < deps.len() && deps[*d] < start {
+        *d += 1;
+    }
+    let from = *d;
+    while *d < deps.len() && deps[*d] < end {
+        *d += 1;
+    }
+    *d - from
+}
+
 #[inline]
 fn merge_sorted_unique(old: &[u32], added: &[(u32, u32)], mut f: impl FnMut(u32)) {
     let (mut a, mut b) = (0, 0);
