@@ -40,7 +40,7 @@
 //! sparse) make the hard-conflict graph nearly complete at every coarse level, and a capped,
 //! conflict-minimizing coloring still proves most zeros of every row, since a row is blocked only
 //! in the few colors holding its dependencies. After the step every surviving candidate block
-//! is split in two (in four once the rows have settled: "Termination and cost"), halves
+//! is split in two (in four once the rows have settled: "Termination and cost"), parts
 //! without an unknown column are dropped, and the next level starts.
 //!
 //! *Blind* rows, with no known dependency among their blocks (no tag came back: a black box
