@@ -196,6 +196,17 @@ fn dense_rows_are_recognised_and_cost_far_less_than_one_hot() {
         got.report.evaluations
     );
     assert_eq!(got.nnz(), 100);
+    // Rows that know one dependency each look settled to a careless rule (a spread of 0): a
+    // four-way split here had skipped the level at which these rows are recognised dense, and
+    // the trace ended in one probe per column (201 evaluations against 9).
+    let truth = synthetic::dense(200, 200);
+    let got = run(&truth, Strategy::Payload, Winner::Smallest, 11);
+    assert_within_cap(&truth, &got, "dense 200 x 200, smallest NaN winning");
+    assert!(
+        got.report.evaluations <= 20,
+        "dense 200 x 200, smallest NaN winning: {}",
+        got.report.evaluations
+    );
 }
 
 #[test]
