@@ -351,6 +351,25 @@ impl Refine {
     }
 }
 
+/// A tag named `(row, j)`, a dependency the row did not know (`deps`, sorted, would hold it
+/// at `at`): recorded in `new_deps` (`room` cleared when that fails). Returns whether it lies
+/// outside the blocks at level `shift` of the row's known dependencies. Out of the tell's
+/// loop, which meets known dependencies far more often.
+#[cold]
+#[inline(never)]
+fn learned(
+    new_deps: &mut Vec<(u32, u32)>,
+    room: &mut bool,
+    (row, j): (u32, u32),
+    deps: &[u32],
+    at: usize,
+    shift: u32,
+) -> bool {
+    *room &= push(new_deps, (row, j), "dependencies").is_ok();
+    let near = |d: Option<&u32>| d.is_some_and(|&d| d >> shift == j >> shift);
+    !near(deps.get(at)) && !near(at.checked_sub(1).and_then(|a| deps.get(a)))
+}
+
 impl Planner for Refine {
     fn ask(&mut self) -> Result<Vec<Probe>> {
         match self.mode {
@@ -401,33 +420,32 @@ impl Planner for Refine {
         let (shift, bits, n) = (self.shift, self.bits, self.n);
         let mut cursor = 0;
         let mut room = true;
-        let via_float = probe.observe(&self.baseline, y, perturbed, |i, hit| match mode {
-            Mode::OneHot => {
-                room &= push(new_deps, (i, probe.cols()[0]), "dependencies").is_ok();
+        let via_float = if mode == Mode::OneHot {
+            let c = probe.cols()[0];
+            probe.observe(&self.baseline, y, perturbed, |i, hit| {
+                room &= push(new_deps, (i, c), "dependencies").is_ok();
                 if hit == Hit::Perturbed {
-                    room &= push(pert_deps, (i, probe.cols()[0]), "dependencies").is_ok();
+                    room &= push(pert_deps, (i, c), "dependencies").is_ok();
                 }
-            }
-            _ => {
-                let known = || &dep_idx[dep_ptr[i as usize]..dep_ptr[i as usize + 1]];
-                // A new dependency in a block that holds a known one changes none of a parked
+            })
+        } else {
+            probe.observe(&self.baseline, y, perturbed, |i, hit| {
+                let deps = &dep_idx[dep_ptr[i as usize]..dep_ptr[i as usize + 1]];
+                // A probe holding a known dependency of the row re-reports it: skip those. A
+                // new dependency in a block that holds a known one changes none of a parked
                 // row's blocks: only one elsewhere calls the row back.
-                let mut new_elsewhere = false;
-                if let Hit::Dep(j) = hit {
-                    // A probe holding a known dependency of the row re-reports it: skip those.
-                    let deps = known();
-                    if let Err(at) = deps.binary_search(&j) {
-                        room &= push(new_deps, (i, j), "dependencies").is_ok();
-                        let near = |d: Option<&u32>| d.is_some_and(|&d| d >> shift == j >> shift);
-                        new_elsewhere = !near(deps.get(at))
-                            && !near(at.checked_sub(1).and_then(|a| deps.get(a)));
-                    }
-                }
+                let new_elsewhere = match hit {
+                    Hit::Dep(j) => match deps.binary_search(&j) {
+                        Ok(_) => false,
+                        Err(at) => learned(new_deps, &mut room, (i, j), deps, at, shift),
+                    },
+                    _ => false,
+                };
                 if parked[i as usize] != STORED {
                     // What the stored row would mark: its P blocks in this probe changed.
                     let tested = match spans.is_empty() {
                         false => span_tests(spans, i, k as u32, &mut cursor),
-                        true => tests_in(colors, known(), shift, bits, n, k as u32),
+                        true => tests_in(colors, deps, shift, bits, n, k as u32),
                     };
                     if new_elsewhere || tested {
                         room &= push(hits, (i, k as u32), "parked rows' outcomes").is_ok();
@@ -442,8 +460,8 @@ impl Planner for Refine {
                 for v in row.iter_mut().filter(|v| **v & PROBE == k as u32) {
                     *v |= mark;
                 }
-            }
-        });
+            })
+        };
         if !room {
             return Err(Error::out_of_memory("dependencies", self.new_deps.len()));
         }
