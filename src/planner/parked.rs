@@ -41,9 +41,13 @@
 //! Parking pays when parked rows stay parked: writing a row back costs a few times what
 //! storing it for a level does. Rows that learn one dependency a probe for many levels (a band
 //! of 11, 10 x 10 blocks, a tridiagonal row whose NaNs race) stay parked as long as the new
-//! ones fall in their Q blocks. Where most parked rows come back anyway, the first step that
-//! writes back more than half of them turns parking off for the rest of the trace
-//! ([`Parked::enabled`]), and the split makes the parking test only while parking is on.
+//! ones fall in their Q blocks. Where most parked rows come back anyway, the second step that
+//! writes back more than half of them (when they are at least an eighth of the rows) turns
+//! parking off for the rest of the trace ([`Parked::enabled`]), and the split makes the parking
+//! test only while parking is on. The first such step is forgiven: on a 2-D stencil every row
+//! comes back once, at the level where the blocks get narrower than a grid line and its
+//! neighbours a line away fall outside its blocks, and parks again as it is split; a band whose
+//! rows keep learning comes back at the next step too.
 //!
 //! # Runs
 //!
@@ -124,9 +128,12 @@ pub(super) struct Parked {
     pub count: usize,
     /// How many dependencies the parked rows have in all.
     pub deps: usize,
-    /// Whether rows may be parked: off for the rest of the trace once a step wrote back more
-    /// than half of the parked rows (parking then costs more than it saves).
+    /// Whether rows may be parked: off for the rest of the trace once a second step wrote back
+    /// more than half of at least an eighth of the rows (parking then costs more than it
+    /// saves).
     pub enabled: bool,
+    /// How many steps wrote back more than half of at least an eighth of the rows.
+    pub mass_returns: u8,
     /// `(row, probe)`: a parked row changed in a probe holding one of its P blocks, or the probe
     /// brought it a new dependency. Unordered until [`Parked::sort_hits`].
     pub hits: Vec<(u32, u32)>,
@@ -158,6 +165,7 @@ impl Parked {
             count: 0,
             deps: 0,
             enabled: true,
+            mass_returns: 0,
             hits: Vec::new(),
             colors: Vec::new(),
             listed_p: 0,

@@ -566,3 +566,68 @@ impl Planner for Refine {
         builder.finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::BlackBox;
+
+    /// Runs the planner alone, under the default cap, on `f` (n inputs, m outputs); `after_step`
+    /// sees it at each ask, after the step before was told and split.
+    fn drive(f: &mut dyn BlackBox, m: usize, n: usize, mut after_step: impl FnMut(&Refine)) {
+        let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 1e-3).collect();
+        let mut baseline = vec![0.0; m];
+        f.eval(&x0, &mut baseline).unwrap();
+        let mut planner =
+            Refine::new(n, baseline, Refine::allowance(n), EntryKind::Assumed).unwrap();
+        let (mut x, mut y) = (x0.clone(), vec![0.0; m]);
+        loop {
+            let probes = planner.ask().unwrap();
+            after_step(&planner);
+            if probes.is_empty() {
+                return;
+            }
+            for (k, probe) in probes.iter().enumerate() {
+                probe.write_tags(&mut x);
+                f.eval(&x, &mut y).unwrap();
+                probe.restore(&x0, &mut x);
+                planner.tell(k, probe, &y, &[]).unwrap();
+            }
+        }
+    }
+
+    /// A 2-D Bratu-like stencil on a g x g grid written as NumPy or C would write it: the
+    /// row's own input first, so its NaN wins whenever its block is probed, and the neighbours a
+    /// grid line away are learned only once the blocks are narrower than a line, all rows at
+    /// the same level. There every row comes back from parking once; it parks again as it is
+    /// split, and most rows stay parked down to the last levels (parking had turned off for good
+    /// there, and the remaining levels ran with every row's candidates stored).
+    #[test]
+    fn stencil_rows_park_again_after_their_grid_neighbours_leave_their_blocks() {
+        let g = 128;
+        let n = g * g;
+        let mut f = |x: &[f64], y: &mut [f64]| -> std::result::Result<(), i32> {
+            for i in 0..n {
+                let (r, c) = (i / g, i % g);
+                let up = if r > 0 { x[i - g] } else { 0.0 };
+                let down = if r + 1 < g { x[i + g] } else { 0.0 };
+                let left = if c > 0 { x[i - 1] } else { 0.0 };
+                let right = if c + 1 < g { x[i + 1] } else { 0.0 };
+                y[i] = 4.0 * x[i] - up - down - left - right - 1e-4 * x[i].exp();
+            }
+            Ok(())
+        };
+        let mut parked = Vec::new();
+        drive(&mut f, n, n, |p| parked.push((p.shift, p.parked.count)));
+        // The levels with blocks narrower than a grid line (2^7 = g), before the last two.
+        let fine: Vec<usize> = (parked.iter())
+            .filter(|&&(shift, _)| (2..6).contains(&shift))
+            .map(|&(_, c)| c)
+            .collect();
+        assert!(!fine.is_empty(), "{parked:?}");
+        assert!(
+            fine.iter().all(|&c| 2 * c > n),
+            "parked rows by level: {parked:?}"
+        );
+    }
+}

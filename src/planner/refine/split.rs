@@ -528,10 +528,13 @@ impl Refine {
         }
         debug_assert_eq!(h, hits.len());
         debug_assert_eq!(ptr.len(), self.m + 1);
-        if 2 * written_back > parked_before {
-            // Most parked rows came back (a band's rows learn one dependency a probe for many
-            // levels): parking costs more than it saves on this pattern.
-            self.parked.enabled = false;
+        if 2 * written_back > parked_before && 8 * parked_before >= self.m {
+            // Most parked rows came back. Once (a 2-D stencil's rows at the level where their
+            // neighbours a grid line away leave their blocks) they park again as they are
+            // split; twice (a band's rows learn one dependency a probe for many levels),
+            // parking costs more than it saves on this pattern (`parked.rs`).
+            self.parked.mass_returns = self.parked.mass_returns.saturating_add(1);
+            self.parked.enabled = self.parked.mass_returns < 2;
         }
         drop(hits);
         self.release_merged();
