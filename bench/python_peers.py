@@ -15,8 +15,9 @@ At n = 10^4, 10^5 and 10^6 (up to MAX_N) on tridiagonal, 2-D Bratu, random 5 per
 arrowhead functions, each tool runs in a fresh process: the time to the pattern (for nanprop
 also the part spent inside the Python f, which its evaluations cannot avoid: "f alone / asdex"
 is the floor under the ratio nanprop / asdex), its peak memory (the process's maximum resident
-size less that of a process that only imports and makes x0) and the ratio nanprop / asdex; then the Jacobian from a known pattern, nanprop's plan
-against SciPy's approx_derivative(sparsity=...).
+size less that of a process that only imports and makes x0) and the ratio nanprop / asdex;
+then the Jacobian from a known pattern, nanprop's plan against SciPy's
+approx_derivative(sparsity=...).
 """
 
 import sys

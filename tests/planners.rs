@@ -463,42 +463,57 @@ fn bad_points_are_refused() {
     assert!(trace(&mut f, 1, &[1.0], &chunk0).is_err());
 }
 
-#[test]
-fn payload_steps_are_batches_of_independent_probes() {
-    // Ask for a whole step, evaluate it in reverse order: the result must not change.
+/// Runs a trace step by step through a session (each step's probes in reverse order when
+/// `reverse`): the pattern, the number of steps and the largest step.
+fn by_steps(
+    truth: &Pattern,
+    x0: &[f64],
+    options: &TraceOptions,
+    (winner, seed): (Winner, u64),
+    reverse: bool,
+) -> (Pattern, usize, usize) {
     use nanprop::TraceSession;
-    let truth = synthetic::stencil_2d(12);
-    let n = truth.cols();
-    let x0 = vec![0.3; n];
-    let mut s = TraceSession::new(n, n, &x0, &TraceOptions::default()).unwrap();
-    let mut f = Synthetic::new(&truth, Winner::Random, 11);
-    let mut ev = nanprop::driver::guard::Guarded::new(n, n).unwrap();
-    let mut largest_batch = 0;
+    let (m, n) = (truth.rows(), truth.cols());
+    let mut s = TraceSession::new(n, m, x0, options).unwrap();
+    let mut f = Synthetic::new(truth, winner, seed);
+    let mut ev = nanprop::driver::guard::Guarded::new(n, m).unwrap();
+    let (mut steps, mut largest) = (0, 0);
     loop {
         let mut ks = s.ask().unwrap();
         if ks.is_empty() {
             break;
         }
-        largest_batch = largest_batch.max(ks.len());
-        ks.reverse();
+        steps += 1;
+        largest = largest.max(ks.len());
+        if reverse {
+            ks.reverse();
+        }
         for k in ks {
             s.write_input(k, ev.input_mut());
             ev.call(&mut f).unwrap();
             s.tell(k, ev.output()).unwrap();
         }
     }
-    let p = s.finish().unwrap();
+    (s.finish().unwrap(), steps, largest)
+}
+
+#[test]
+fn payload_steps_are_batches_of_independent_probes() {
+    // Ask for a whole step, evaluate it in reverse order: the result must not change.
+    let truth = synthetic::stencil_2d(12);
+    let x0 = vec![0.3; truth.cols()];
+    let options = TraceOptions::default();
+    let (p, _, largest_batch) = by_steps(&truth, &x0, &options, (Winner::Random, 11), true);
     assert_exact(&truth, &p, "stencil in reverse order");
     assert!(largest_batch > 1);
 }
 
 /// Rows that have stopped learning dependencies and sit parked (a banded pattern, once every
 /// row knows its band) are split four ways a level instead of two, into blocks wider than any
-/// row's spread: about half the steps, each row told and split half as often, the same
+/// row's spread: about two thirds of the steps, each row told and split less often, the same
 /// pattern and no more evaluations.
 #[test]
 fn settled_banded_rows_skip_levels() {
-    use nanprop::TraceSession;
     for (n, half, winner) in [
         (1 << 16, 1, Winner::Smallest),
         (1 << 16, 1, Winner::Largest),
@@ -510,23 +525,7 @@ fn settled_banded_rows_skip_levels() {
             verify: false,
             ..TraceOptions::default()
         };
-        let mut s = TraceSession::new(n, n, &x0, &options).unwrap();
-        let mut f = Synthetic::new(&truth, winner, 3);
-        let mut ev = nanprop::driver::guard::Guarded::new(n, n).unwrap();
-        let mut steps = 0;
-        loop {
-            let ks = s.ask().unwrap();
-            if ks.is_empty() {
-                break;
-            }
-            steps += 1;
-            for k in ks {
-                s.write_input(k, ev.input_mut());
-                ev.call(&mut f).unwrap();
-                s.tell(k, ev.output()).unwrap();
-            }
-        }
-        let p = s.finish().unwrap();
+        let (p, steps, _) = by_steps(&truth, &x0, &options, (winner, 3), false);
         let what = format!("banded n = {n}, half-bandwidth {half}, {winner:?}");
         assert_exact(&truth, &p, &what);
         // Split two ways, a level a step: ceil(log2 n) + 1 levels (17 for n = 2^16, where

@@ -15,9 +15,9 @@
 //! A row is *parked* at level `s` when its candidate blocks are exactly the children (at `s`)
 //! of the blocks one level up that hold one of its known dependencies, minus the children made
 //! of known dependencies only ("one level up" is the level the last split came from: two or
-//! four times wider, `refine.rs`'s wide split). [`for_each_block`] lists them (with the children made of
-//! dependencies only, which the coloring also needs, as Q blocks); the planner stores no
-//! candidate entry for the row.
+//! four times wider, `refine.rs`'s four-way split). [`for_each_block`] lists them (with the
+//! children made of dependencies only, which the coloring also needs, as Q blocks); the
+//! planner stores no candidate entry for the row.
 //!
 //! A row becomes parked when a step ends with every surviving candidate holding a dependency
 //! and every block holding a dependency (with an unknown column) surviving: then splitting the
@@ -192,7 +192,6 @@ impl Parked {
         Ok(())
     }
 
-    /// Whether row `i` is parked.
     /// Notes the dependencies of a row parked, or kept parked with new ones, in [`Parked::span`].
     #[inline]
     pub fn note_span(&mut self, deps: &[u32]) {
@@ -201,6 +200,7 @@ impl Parked {
         }
     }
 
+    /// Whether row `i` is parked.
     #[inline]
     pub fn is_parked(&self, i: usize) -> bool {
         self.rows[i] != STORED

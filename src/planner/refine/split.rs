@@ -2,8 +2,9 @@
 //! CSR, and the split into the next level.
 //!
 //! [`Refine::advance`] is one pass over the rows. A stored row drops the candidates its probes
-//! proved zero (unchanged outputs), splits the others into halves that still hold an unknown
-//! column (the new dependencies are merged first, so a half left with none goes at once), is
+//! proved zero (unchanged outputs), splits the others into halves (quarters once the rows have
+//! settled) that still hold an unknown column (the new dependencies are merged first, so a
+//! part left with none goes at once), is
 //! recognised dense here when it is, and is parked when its survivors are exactly its
 //! dependencies' blocks. A parked row the step showed nothing new of stays parked with no
 //! work; one with a hit (or as many dependencies as a dense row) is written back with the
