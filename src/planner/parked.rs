@@ -138,7 +138,7 @@ pub(super) struct Parked {
     /// brought it a new dependency. Unordered until [`Parked::sort_hits`].
     pub hits: Vec<(u32, u32)>,
     /// The colors of the current level's blocks (`u32::MAX`: not probed); empty when no row
-    /// is parked or the level was not colored.
+    /// is parked (unless the next level is the last) or the level was not colored.
     pub colors: Vec<u32>,
     /// The P blocks of parked rows listed at the current level (all tested once the step is
     /// told: parked rows never hold a block out of its probe).

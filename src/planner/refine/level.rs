@@ -5,8 +5,11 @@
 //! (probeable: holds no known dependency) or Q (holds one), with rows whose list equals the
 //! row before's sharing it (and parked rows listed from their dependencies, runs at once);
 //! then it decides whether refining still pays (the spending rule, dense rows, the cap: see
-//! the `refine` module docs) and colors the probed blocks greedily in natural order, a
-//! [`Palette`] counting each color's hard and soft conflicts with the block being colored.
+//! the `refine` module docs) and colors the probed blocks greedily in natural order
+//! ([`color_blocks`]), a [`Palette`] counting each color's hard and soft conflicts with the
+//! block being colored. At the last level it colors them again with quiet rows' candidates
+//! sharing probes, and once more class by class (iterated greedy): the `refine` module docs,
+//! "The last level".
 //! [`Refine::start_onehot`] hands out one probe per still-unknown column instead.
 
 use super::{
@@ -27,7 +30,9 @@ impl Refine {
         let leaf = shift == 0;
         let nblocks = (self.n as u64).div_ceil(1u64 << shift) as usize;
         // Byte flags: set once per candidate in the hottest loop, where they beat bit sets.
-        let mut probed = filled(false, nblocks, "block flags")?;
+        // (At the last level, `probed` holds a probed block's first color plus one for the
+        // iterated greedy pass: nonzero all the same.)
+        let mut probed = filled(0u8, nblocks, "block flags")?;
         let mut is_cand = filled(false, nblocks, "block flags")?;
         self.parked.colors = Vec::new();
         self.parked.listed_p = 0;
@@ -62,6 +67,9 @@ impl Refine {
         let stored_deps = self.dep_idx.len().saturating_sub(self.parked.deps);
         reserve(&mut k_idx, self.cand_idx.len() + stored_deps, "block lists")?;
         let (mut max_q, mut work) = (0usize, 0u64);
+        // The most blocks one row makes pairwise conflict at the last level: its P blocks and
+        // one Q block.
+        let mut max_clique = 0usize;
         // The last parked row listed: its row, its list's length and P blocks.
         let mut last_parked = (usize::MAX, 0usize, 0usize);
         let mut skip_to = 0;
@@ -106,7 +114,7 @@ impl Refine {
                 for_each_block(deps, shift, self.bits, self.n, |blk, kind| match kind {
                     Kind::P => {
                         is_cand[blk as usize] = true;
-                        probed[blk as usize] = true;
+                        probed[blk as usize] = 1;
                         k_idx.push(blk | P_FLAG);
                         p += 1;
                     }
@@ -145,9 +153,10 @@ impl Refine {
                         }
                     } else {
                         self.cand_probe[e] = 0; // probeable; its color is set below
-                        probed[blk as usize] = true;
+                        probed[blk as usize] = 1;
                         k_idx.push(blk | P_FLAG);
                         any_p = true;
+                        p += 1;
                     }
                 }
                 while d < deps.len() {
@@ -180,15 +189,22 @@ impl Refine {
             }
             let len = k_idx.len() - start;
             max_q = max_q.max(q);
+            max_clique = max_clique.max(p + q.min(1));
             work += (len * len) as u64;
             listed += len;
             let blind = if q == 0 { P_FLAG } else { 0 };
             // The same list as the row before (a band's rows inside one block, at every level
             // but the finest): one more row of weight for that list.
-            let same = lists.last().is_some_and(|&(prev, _, _)| {
+            // A quiet row at the last level: its candidates may share a probe.
+            let quiet = match leaf && q > 0 && self.quiet.get(i).is_some_and(|b| *b) {
+                true => QUIET,
+                false => 0,
+            };
+            let same = lists.last().is_some_and(|&(prev, _, weight)| {
                 let prev_start = (prev & !P_FLAG) as usize;
                 // Element by element: the lists are short, a memcmp call costs more.
                 prev & P_FLAG == blind
+                    && weight & QUIET == quiet
                     && start - prev_start == len
                     && (k_idx[prev_start..start].iter())
                         .zip(&k_idx[start..])
@@ -198,7 +214,7 @@ impl Refine {
                 k_idx.truncate(start);
                 lists.last_mut().unwrap().2 += 1;
             } else {
-                lists.push((start as u32 | blind, start as u32, 1));
+                lists.push((start as u32 | blind, start as u32, 1 | quiet));
             }
             if parked {
                 self.parked
@@ -252,7 +268,8 @@ impl Refine {
         // row in one probe cost the row that P block's information: a hard conflict. Two P
         // blocks of one row may share a probe (an unchanged output proves both zero): a soft
         // conflict, counted. At the last level every conflict is hard, so the coloring is a
-        // proper partial distance-2 coloring and every tested candidate is resolved. At coarse
+        // proper partial distance-2 coloring and every tested candidate is resolved (but for
+        // quiet rows' candidates in the second coloring below). At coarse
         // levels the palette is capped: when the hard conflicts allow no proper coloring within
         // the cap, a block takes the color with the fewest conflicts.
         let cap = if leaf {
@@ -268,47 +285,72 @@ impl Refine {
         // then appends b's color to each of those lists. A row's start, fill and weight sit
         // side by side: one cache line serves all three.
         let mut seen = k_idx;
-        let mut palette = Palette::default();
-        for b in (0..nblocks).filter(|&b| probed[b]) {
-            let rows_b = &t_idx[t_ptr[b] as usize..t_ptr[b + 1] as usize];
-            for (k, &t) in rows_b.iter().enumerate() {
-                // The rows come in scattered order on patterns without locality: ask for the
-                // bounds of a row sixteen ahead and the list of a row eight ahead.
-                if let Some(&ahead) = rows_b.get(k + 16) {
-                    prefetch(&lists, (ahead & !P_FLAG) as usize);
-                }
-                if let Some(&ahead) = rows_b.get(k + 8) {
-                    prefetch(
-                        &seen,
-                        (lists[(ahead & !P_FLAG) as usize].0 & !P_FLAG) as usize,
-                    );
-                }
-                let (r, b_is_p) = ((t & !P_FLAG) as usize, t & P_FLAG != 0);
-                let (start, end, w) = lists[r];
-                let blind = start & P_FLAG != 0;
-                // Which count a colored block u of this row adds to, by u's flag: a P and a
-                // Q block conflict hard; two P blocks hard at the last level, else soft
-                // (blind soft for a blind row); two Q blocks not at all (the unused slot).
-                let (if_p, if_q) = match (b_is_p, leaf, blind) {
-                    (false, ..) => (HARD, UNUSED),
-                    (true, true, _) => (HARD, HARD),
-                    (true, false, true) => (BLIND_SOFT, HARD),
-                    (true, false, false) => (SOFT, HARD),
-                };
-                for &u in &seen[(start & !P_FLAG) as usize..end as usize] {
-                    let slot = if u & P_FLAG != 0 { if_p } else { if_q };
-                    palette.counts[(u & !P_FLAG) as usize][slot] += w;
+        let by_block = (&t_ptr[..], &t_idx[..]);
+        let any_quiet = leaf && lists.iter().any(|l| l.2 & QUIET != 0);
+        let quiet_first = any_quiet && self.all_quiet;
+        let mut colors = color_blocks(
+            nonzero(&probed),
+            by_block,
+            (&mut lists, &mut seen),
+            &mut color,
+            (leaf, quiet_first),
+            cap,
+        )?;
+        // The last level ("The last level" in the module docs): quiet rows' candidates sharing
+        // probes, when that saves enough; then one pass of iterated greedy.
+        let mut quiet = quiet_first;
+        // A block's color plus one, kept in `probed` (nonzero all the same) while another pass
+        // colors the blocks again: the colors of the passes that were not kept come from there.
+        let keep_in_probed = |probed: &mut [u8], color: &[u32]| {
+            for (p, &c) in probed.iter_mut().zip(color) {
+                if *p != 0 {
+                    *p = c as u8 + 1;
                 }
             }
-            let c = palette.choose(cap)?;
-            color[b] = c;
-            for &t in rows_b {
-                let end = &mut lists[(t & !P_FLAG) as usize].1;
-                seen[*end as usize] = c | (t & P_FLAG);
-                *end += 1;
+        };
+        let fits_u8 = |colors: usize| colors < u8::MAX as usize;
+        if any_quiet && !quiet_first && colors > QUIET_SAVING && fits_u8(colors) {
+            keep_in_probed(&mut probed, &color);
+            restart(&mut lists);
+            let k = color_blocks(
+                nonzero(&probed),
+                by_block,
+                (&mut lists, &mut seen),
+                &mut color,
+                (leaf, true),
+                cap,
+            )?;
+            if 4 * k <= 3 * colors && k + QUIET_SAVING <= colors {
+                (colors, quiet) = (k, true);
+            } else {
+                for (c, &p) in color.iter_mut().zip(&probed) {
+                    if p != 0 {
+                        *c = u32::from(p) - 1;
+                    }
+                }
             }
         }
-        let colors = palette.len();
+        // One pass of iterated greedy (Culberson): the blocks again, class by class, the last
+        // class first, which never takes more colors than the classes it was given; unless
+        // the colors are within one of the largest clique a row makes (its P blocks and one Q
+        // block; a quiet row's P blocks make none): a tridiagonal's 4 against 3.
+        let clique = if quiet { 2 } else { max_clique };
+        if leaf && fits_u8(colors) && colors >= clique + 2 {
+            keep_in_probed(&mut probed, &color);
+            let probed = &probed;
+            let order = (1..=colors as u8)
+                .rev()
+                .flat_map(move |c| (0..nblocks).filter(move |&b| probed[b] == c));
+            restart(&mut lists);
+            colors = color_blocks(
+                order,
+                by_block,
+                (&mut lists, &mut seen),
+                &mut color,
+                (leaf, quiet),
+                cap,
+            )?;
+        }
         // The probes each run of parked rows is tested in, for the tells.
         self.parked.set_masks(P_FLAG, |r| {
             // Colored so far: all its P blocks (every P block is probed), in its fill.
@@ -319,13 +361,13 @@ impl Refine {
         // Dense at this scale: the coloring compresses nothing and the last step's tested
         // candidates nearly all changed. Refining further would cost more than one probe per
         // remaining column.
-        let probed_blocks = probed.iter().filter(|&&p| p).count();
+        let probed_count = probed.iter().filter(|&&p| p != 0).count();
         // Dense at this scale: some row already has known dependencies in at least 3/4 of the
         // blocks, or the coloring compresses nothing while nearly every tested block changed.
         let dense =
-            (leaf && probed_blocks >= MIN_BLOCKS_FOR_DENSE_TEST && 4 * max_q >= 3 * probed_blocks)
-                || (probed_blocks >= MIN_BLOCKS_FOR_SCALE_TEST
-                    && colors == probed_blocks
+            (leaf && probed_count >= MIN_BLOCKS_FOR_DENSE_TEST && 4 * max_q >= 3 * probed_count)
+                || (probed_count >= MIN_BLOCKS_FOR_SCALE_TEST
+                    && colors == probed_count
                     && self.last_hit_rate >= 0.9);
         let slack = SPEND_SLACK.min(self.n / 4);
         let left = self.cap.saturating_sub(self.asked);
@@ -346,7 +388,7 @@ impl Refine {
 
         // The probes: the columns of each color class, in increasing order.
         let mut cols: Vec<Vec<u32>> = filled(Vec::new(), colors, "probes")?;
-        for b in (0..nblocks).filter(|&b| probed[b]) {
+        for b in (0..nblocks).filter(|&b| probed[b] != 0) {
             let (s, e) = self.block_range(b as u32, shift);
             let class = &mut cols[color[b] as usize];
             reserve(class, (e - s) as usize, "probe columns")?;
@@ -378,8 +420,9 @@ impl Refine {
             }
         }
         self.told = filled(false, colors, "probes told")?;
-        if self.parked.count > 0 {
-            // Which probe tests a parked row's P block, for the tells.
+        if self.parked.count > 0 || shift == 1 {
+            // Which probe tests a parked row's P block, for the tells; before the last level,
+            // which probes held a row's Q blocks, for its quiet test (`split.rs`).
             self.parked.colors = color;
         }
         let n = self.n;
@@ -437,6 +480,132 @@ impl Refine {
     }
 }
 
+/// The top bit of a block list's weight (`lists[r].2` in [`Refine::plan_level`]): a quiet row
+/// at the last level.
+const QUIET: u32 = 1 << 31;
+
+/// The last level lets quiet rows' candidates share probes only when that saves at least this
+/// many probes (and a quarter of them): a quiet row that changes in a shared probe costs a
+/// second step.
+const QUIET_SAVING: usize = 4;
+
+/// Colors the probed blocks in `order` (see [`Refine::plan_level`]): each takes the color with
+/// the fewest (hard, blind soft, soft) conflicts with the colors its rows' blocks took so far,
+/// or a new one (at coarse levels, up to `cap`). `by_block` is the transpose (each block's
+/// row ordinals, P-flagged); `lists` and `seen` the rows' list bounds and colors so far, filled
+/// as blocks are colored ([`restart`] empties them). `(leaf, quiet)`: the last level, and
+/// whether quiet rows' candidates may share probes there. Returns the number of colors.
+fn color_blocks(
+    order: impl Iterator<Item = usize> + Clone,
+    (t_ptr, t_idx): (&[u32], &[u32]),
+    (lists, seen): (&mut [(u32, u32, u32)], &mut [u32]),
+    color: &mut [u32],
+    (leaf, quiet_ok): (bool, bool),
+    cap: usize,
+) -> Result<usize> {
+    let mut palette = Palette::default();
+    let rows_of = |b: usize| t_ptr[b] as usize..t_ptr[b + 1] as usize;
+    // Blocks ahead, for the prefetches: at the last levels of a pattern without locality a
+    // block has a dozen rows or fewer, scattered, so the next block's rows are asked for while
+    // this one is colored. (Not on banded patterns: their rows are in cache, and the asking
+    // cost 3% of a tridiagonal trace's instructions.)
+    let far = scattered(t_ptr, t_idx);
+    let (mut next, mut ahead2, mut ahead4) = (order.clone(), order.clone(), order.clone());
+    ahead2.next();
+    ahead4.nth(2);
+    for b in order {
+        if far {
+            next.next();
+            if let Some(b4) = ahead4.next() {
+                prefetch(t_ptr, b4);
+            }
+            if let Some(b2) = ahead2.next() {
+                prefetch(t_idx, t_ptr[b2] as usize);
+            }
+            if let Some(b1) = next.clone().next() {
+                let rows = &t_idx[rows_of(b1)];
+                for &t in &rows[..rows.len().min(16)] {
+                    prefetch(lists, (t & !P_FLAG) as usize);
+                }
+            }
+        }
+        let rows_b = &t_idx[rows_of(b)];
+        if far {
+            for &t in &rows_b[..rows_b.len().min(8)] {
+                prefetch(seen, (lists[(t & !P_FLAG) as usize].0 & !P_FLAG) as usize);
+            }
+        }
+        for (k, &t) in rows_b.iter().enumerate() {
+            // The rows come in scattered order on patterns without locality: ask for the
+            // bounds of a row sixteen ahead and the list of a row eight ahead.
+            if let Some(&ahead) = rows_b.get(k + 16) {
+                prefetch(lists, (ahead & !P_FLAG) as usize);
+            }
+            if let Some(&ahead) = rows_b.get(k + 8) {
+                prefetch(
+                    seen,
+                    (lists[(ahead & !P_FLAG) as usize].0 & !P_FLAG) as usize,
+                );
+            }
+            let (r, b_is_p) = ((t & !P_FLAG) as usize, t & P_FLAG != 0);
+            let (start, end, w) = lists[r];
+            let (blind, quiet) = (start & P_FLAG != 0, quiet_ok && w & QUIET != 0);
+            // Which count a colored block u of this row adds to, by u's flag: a P and a Q
+            // block conflict hard; two P blocks hard at the last level unless the row is quiet
+            // (then not at all), else soft (blind soft for a blind row); two Q blocks not at
+            // all (the unused slot).
+            let (if_p, if_q) = match (b_is_p, leaf, blind) {
+                (false, ..) => (HARD, UNUSED),
+                (true, true, _) if quiet => (UNUSED, HARD),
+                (true, true, _) => (HARD, HARD),
+                (true, false, true) => (BLIND_SOFT, HARD),
+                (true, false, false) => (SOFT, HARD),
+            };
+            let w = w & !QUIET;
+            for &u in &seen[(start & !P_FLAG) as usize..end as usize] {
+                let slot = if u & P_FLAG != 0 { if_p } else { if_q };
+                palette.counts[(u & !P_FLAG) as usize][slot] += w;
+            }
+        }
+        let c = palette.choose(cap)?;
+        color[b] = c;
+        for &t in rows_b {
+            let end = &mut lists[(t & !P_FLAG) as usize].1;
+            seen[*end as usize] = c | (t & P_FLAG);
+            *end += 1;
+        }
+    }
+    Ok(palette.len())
+}
+
+/// The indices of the nonzero flags (the probed blocks), in increasing order.
+fn nonzero(flags: &[u8]) -> impl Iterator<Item = usize> + Clone + '_ {
+    (flags.iter().enumerate())
+        .filter(|(_, &f)| f != 0)
+        .map(|(b, _)| b)
+}
+
+/// Whether the blocks' rows lie far apart: their lists then come from scattered memory. The
+/// mean distance between a block's first and last row (ordinals, increasing within a block)
+/// over the first 1024 blocks with several rows, against a span that stays in cache (4096
+/// rows: 48 KB of list bounds).
+fn scattered(t_ptr: &[u32], t_idx: &[u32]) -> bool {
+    let (mut blocks, mut span) = (0u64, 0u64);
+    for w in t_ptr.windows(2).filter(|w| w[1] > w[0] + 1).take(1024) {
+        let (first, last) = (t_idx[w[0] as usize], t_idx[w[1] as usize - 1]);
+        span += u64::from((last & !P_FLAG).saturating_sub(first & !P_FLAG));
+        blocks += 1;
+    }
+    span > 4096 * blocks
+}
+
+/// Empties the rows' colors so far, for another coloring pass.
+fn restart(lists: &mut [(u32, u32, u32)]) {
+    for l in lists {
+        l.1 = l.0 & !P_FLAG;
+    }
+}
+
 /// The colors of one level's coloring and, for the block being colored, the conflicts each
 /// color has with it: (hard, blind soft, soft) at [`HARD`], [`BLIND_SOFT`], [`SOFT`], counted
 /// into `counts` and cleared by [`Palette::choose`]; the fourth count takes what counts for
@@ -460,7 +629,7 @@ impl Palette {
     /// The color for the block whose conflicts were counted: the one with the fewest (hard,
     /// blind soft, soft) conflicts when it has neither hard nor blind soft ones, or the palette
     /// holds `cap` colors already; otherwise a new color. Clears the counts for the next block.
-    #[inline]
+    #[inline(always)]
     fn choose(&mut self, cap: usize) -> Result<u32> {
         // The first color with the fewest (hard, blind soft, soft), the three as one number,
         // found in the pass that clears the counts.

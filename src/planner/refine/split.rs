@@ -14,9 +14,9 @@
 
 use super::{
     Mode, Refine, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN, DENSE_MIN_BLOCKS, HIT, NONE, PERT, PROBE,
-    UNTESTED, WIDE_BRANCH_BITS,
+    RESTLESS_PART, UNTESTED, WIDE_BRANCH_BITS,
 };
-use crate::error::{filled, push, reserve, Result};
+use crate::error::{filled, push, reserve, zero_bits, Result};
 use crate::planner::parked::{for_each_block, shared_from, Kind, ALONE, STORED};
 
 impl Refine {
@@ -104,7 +104,16 @@ impl Refine {
                             true
                         } else {
                             tested += 1;
-                            if v & HIT != 0 {
+                            // At the last level a quiet row's candidates may share a probe: a
+                            // change there proves none of them (a tag proved its column).
+                            let shared = || {
+                                self.quiet.get(i).is_some_and(|q| *q)
+                                    && (a..b).any(|o| o != e && self.cand_probe[o] & PROBE == c)
+                            };
+                            if v & HIT != 0 && leaf && shared() {
+                                changed += 1;
+                                true
+                            } else if v & HIT != 0 {
                                 changed += 1;
                                 if leaf {
                                     // Alone among the row's blocks in its probe: proven.
@@ -120,8 +129,8 @@ impl Refine {
                             }
                         };
                         if keep {
+                            // (The words are reset below: `shared` reads the row's.)
                             self.cand_idx[w] = self.cand_idx[e];
-                            self.cand_probe[w] = UNTESTED;
                             w += 1;
                         }
                     }
@@ -130,6 +139,7 @@ impl Refine {
                 self.cand_ptr[self.m] = w;
                 self.cand_idx.truncate(w);
                 self.cand_probe.truncate(w);
+                self.cand_probe.iter_mut().for_each(|v| *v = UNTESTED);
                 if tested > 0 {
                     self.last_hit_rate = changed as f64 / tested as f64;
                 }
@@ -311,9 +321,26 @@ impl Refine {
             self.absorb()?;
             self.merge_deps()?;
             self.release_merged();
-            self.cand_ptr.iter_mut().for_each(|p| *p = 0);
-            self.cand_idx.clear();
+            // Left: the candidates of quiet rows that changed in a probe they shared (their
+            // tags, now dependencies, aside). One more step at this level, every row with
+            // every conflict hard, resolves them.
+            self.quiet = Default::default();
+            let mut w = 0;
+            for i in 0..self.m {
+                let (a, b) = (self.cand_ptr[i], self.cand_ptr[i + 1]);
+                self.cand_ptr[i] = w;
+                for e in a..b {
+                    let j = self.cand_idx[e];
+                    if self.deps(i).binary_search(&j).is_err() {
+                        self.cand_idx[w] = j;
+                        w += 1;
+                    }
+                }
+            }
+            self.cand_ptr[self.m] = w;
+            self.cand_idx.truncate(w);
             self.cand_probe.clear();
+            self.cand_probe.resize(w, UNTESTED);
             return Ok(());
         }
         self.parked.sort_hits();
@@ -360,6 +387,11 @@ impl Refine {
         // Rows parked or written back in this step, whose codes (and their successors') are
         // made again at the end.
         let mut touched: Vec<u32> = Vec::new();
+        // Into the last level: the rows quiet in the step just ended, and those that are not.
+        let (mut quiet, mut restless) = (0usize, 0usize);
+        if s == 0 {
+            self.quiet = zero_bits(self.m, "quiet rows")?;
+        }
         let mut skip_to = 0;
         for i in 0..self.m {
             if i < skip_to {
@@ -407,6 +439,12 @@ impl Refine {
                 // `tested`) and unchanged, its Q blocks split into their columns that are not
                 // dependencies: the children of its dependencies' blocks, stored.
                 debug_assert_eq!(s, 0);
+                if learned == 0 && !deps.is_empty() {
+                    self.quiet.set(i, true);
+                    quiet += 1;
+                } else {
+                    restless += 1;
+                }
                 reserve(&mut idx, deps.len() << bits, "candidate blocks")?;
                 for_each_block(deps, s, bits, self.n, |b, kind| {
                     if kind == Kind::P {
@@ -474,6 +512,9 @@ impl Refine {
             // Survivors, those holding a dependency, those holding one and an unknown column.
             let (mut survivors, mut with_dep, mut open) = (0usize, 0usize, 0usize);
             let (mut d, mut dd) = (0, 0);
+            // A change the row's known dependencies do not explain (none of their blocks was in
+            // the probe): it may hold an unknown one.
+            let mut unexplained = false;
             for (&b, &v) in blocks.iter().zip(words) {
                 let c = v & PROBE;
                 if c != UNTESTED && self.told[c as usize] {
@@ -482,6 +523,11 @@ impl Refine {
                         continue; // unchanged: every column of the block is zero for row i
                     }
                     changed += 1;
+                    unexplained = unexplained
+                        || s > 0
+                        || !(deps.iter()).any(|&j| {
+                            self.parked.colors.get((j >> self.shift) as usize) == Some(&c)
+                        });
                 }
                 if is_dense {
                     // Recognised dense: the block's columns are kept, not refined.
@@ -511,6 +557,14 @@ impl Refine {
                 self.parked.deps += deps.len();
                 self.parked.note_span(deps);
             }
+            if s == 0 && !deps.is_empty() && !is_dense {
+                if !unexplained && learned == 0 {
+                    self.quiet.set(i, true);
+                    quiet += 1;
+                } else {
+                    restless += 1;
+                }
+            }
             if was_parked || self.parked.is_parked(i) {
                 push(&mut touched, i as u32, "rows")?;
             }
@@ -527,6 +581,11 @@ impl Refine {
                 }
             }
         }
+        if RESTLESS_PART * restless > quiet + restless {
+            // Rows still learning: a quiet one may well hold an unknown dependency too.
+            self.quiet = Default::default();
+        }
+        self.all_quiet = s == 0 && restless == 0;
         debug_assert_eq!(h, hits.len());
         debug_assert_eq!(ptr.len(), self.m + 1);
         if 2 * written_back > parked_before && 8 * parked_before >= self.m {
@@ -556,8 +615,6 @@ impl Refine {
     }
 }
 
-/// Calls `f` on the sorted union of a row's known dependencies (`old`, sorted, distinct) and
-/// its new ones (`added`, sorted by column), each column once.
 /// How many of the sorted `deps` from the cursor `d` on lie in `start..end`; `d` moves past
 /// those below `end` (the ones below `start` skipped).
 #[inline]
@@ -572,6 +629,8 @@ fn deps_in(deps: &[u32], d: &mut usize, start: u32, end: u32) -> usize {
     *d - from
 }
 
+/// Calls `f` on the sorted union of a row's known dependencies (`old`, sorted, distinct) and
+/// its new ones (`added`, sorted by column), each column once.
 #[inline]
 fn merge_sorted_unique(old: &[u32], added: &[(u32, u32)], mut f: impl FnMut(u32)) {
     let (mut a, mut b) = (0, 0);
