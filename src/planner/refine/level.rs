@@ -333,9 +333,10 @@ impl Refine {
         // One pass of iterated greedy (Culberson): the blocks again, class by class, the last
         // class first, which never takes more colors than the classes it was given; unless
         // the colors are within one of the largest clique a row makes (its P blocks and one Q
-        // block; a quiet row's P blocks make none): a tridiagonal's 4 against 3.
+        // block; a quiet row's P blocks make none): a tridiagonal's 4 against 3; or the pass
+        // would cost more than the probes it may save (`ITERATED_GREEDY_WORK`).
         let clique = if quiet { 2 } else { max_clique };
-        if leaf && fits_u8(colors) && colors >= clique + 2 {
+        if leaf && fits_u8(colors) && colors >= clique + 2 && work <= ITERATED_GREEDY_WORK {
             keep_in_probed(&mut probed, &color);
             let probed = &probed;
             let order = (1..=colors as u8)
@@ -488,6 +489,13 @@ const QUIET: u32 = 1 << 31;
 /// many probes (and a quarter of them): a quiet row that changes in a shared probe costs a
 /// second step.
 const QUIET_SAVING: usize = 4;
+
+/// The coloring work (the sum over rows of the square of their list lengths) up to which the
+/// last level takes a pass of iterated greedy. The pass saves a few probes (random 5 per row
+/// n = 10^5: 28 -> 24) and costs as much as the coloring: past this, about 30 ms, it costs a
+/// black box that takes little time more than the probes it saves (random n = 10^6: 580 ms
+/// for 5 probes; a 2-D stencil: 150 ms for 1).
+const ITERATED_GREEDY_WORK: u64 = 1 << 25;
 
 /// Colors the probed blocks in `order` (see [`Refine::plan_level`]): each takes the color with
 /// the fewest (hard, blind soft, soft) conflicts with the colors its rows' blocks took so far,
