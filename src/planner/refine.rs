@@ -89,11 +89,11 @@
 //!
 //! Levels run from one block of all n columns down to single columns: at most
 //! `ceil(log2 n) + 2` steps (the last level may take two), and the last resolves every
-//! candidate, so the planner always ends with no unresolved entry. On a banded pattern a row's blocks at any level are the one or two
-//! blocks around its band plus their siblings; the hard conflicts form a chain, and a step takes
-//! 2 probes at coarse levels and about `w + 1` at the last: tridiagonal n = 10^6 in 44
-//! evaluations. Random sparse patterns with d entries per row cost about `2 d + 2` probes per
-//! level (n = 10^4, d = 5: 175).
+//! candidate, so the planner always ends with no unresolved entry. On a banded pattern a row's
+//! blocks at any level are the one or two blocks around its band plus their siblings; the hard
+//! conflicts form a chain, and a step takes 2 probes at coarse levels and about `w + 1` at the
+//! last: tridiagonal n = 10^6 in 44 evaluations. Random sparse patterns with d entries per row
+//! cost about `2 d + 2` probes per coarse level, fewer at the last (n = 10^4, d = 5: 151).
 //!
 //! A split halves the blocks, except when the rows have settled: when most rows are parked
 //! (below), the step just ended taught at most one new dependency per 16 rows, and the next
