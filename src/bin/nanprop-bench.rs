@@ -2,7 +2,8 @@
 //! pattern families. Prints Markdown tables (the README's tables come from here).
 //!
 //! `cargo run --release --features testing --bin nanprop-bench` runs the full set; `-- --quick` the small sizes;
-//! `-- --only TEXT` the cases whose family name and n contain TEXT (e.g. `"tridiagonal 1000000"`);
+//! `-- --only TEXT` the cases whose family name and n contain TEXT (e.g. `"tridiagonal 1000000"`:
+//! the tracing tables and the scale table, no other);
 //! `-- --parallel` only the parallel drivers' wall times; `-- --single` only the
 //! single-precision table; `-- --peers [MAX_N]` nanprop's Python package against asdex and
 //! SciPy (bench/python_peers.py --scale, with `$NANPROP_PYTHON`, `.venv/bin/python` or
@@ -546,6 +547,7 @@ usage: nanprop-bench [OPTION]
   (none)           every table (several minutes)
   --quick          the small sizes only
   --only TEXT      the cases whose family name and n contain TEXT, e.g. \"tridiagonal 1000000\"
+                   (the tracing tables and the scale table, no other)
   --scale          the scale table only (library time against f's own), with --only
   --parallel       the parallel drivers' wall times only
   --single         the single-precision table only
@@ -651,6 +653,12 @@ fn main() {
             })
             .collect();
         print_table(title, &rows);
+    }
+    if let Some(only) = &only {
+        // Only the matching cases: of the other tables, the scale table has cases by family
+        // and n too.
+        scale_table(Some(only));
+        return;
     }
     parallel_table();
     println!("\nLower bound: max nonzeros in a row + 1 (each probe proves at most one dependency per row).");
