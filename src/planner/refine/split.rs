@@ -92,54 +92,40 @@ impl Refine {
             Mode::Refining => {
                 let leaf = self.shift == 0;
                 let (mut tested, mut changed) = (0usize, 0usize);
-                let mut w = 0;
-                let mut ptr = 0;
-                for i in 0..self.m {
-                    let (a, b) = (self.cand_ptr[i], self.cand_ptr[i + 1]);
-                    self.cand_ptr[i] = ptr;
-                    for e in a..b {
-                        let v = self.cand_probe[e];
+                let (cand_probe, told, quiet) = (&self.cand_probe, &self.told, &self.quiet);
+                let (new_deps, pert_deps) = (&mut self.new_deps, &mut self.pert_deps);
+                retain_candidates(
+                    (&mut self.cand_ptr, &mut self.cand_idx),
+                    |i, row, e, block| {
+                        let v = cand_probe[e];
                         let c = v & PROBE;
-                        let keep = if c == UNTESTED || !self.told[c as usize] {
-                            true
-                        } else {
-                            tested += 1;
-                            // At the last level a quiet row's candidates may share a probe: a
-                            // change there proves none of them (a tag proved its column).
-                            let shared = || {
-                                self.quiet.get(i).is_some_and(|q| *q)
-                                    && (a..b).any(|o| o != e && self.cand_probe[o] & PROBE == c)
-                            };
-                            if v & HIT != 0 && leaf && shared() {
-                                changed += 1;
-                                true
-                            } else if v & HIT != 0 {
-                                changed += 1;
-                                if leaf {
-                                    // Alone among the row's blocks in its probe: proven.
-                                    let dep = (i as u32, self.cand_idx[e]);
-                                    push(&mut self.new_deps, dep, "dependencies")?;
-                                    if v & PERT != 0 {
-                                        push(&mut self.pert_deps, dep, "dependencies")?;
-                                    }
-                                }
-                                !leaf
-                            } else {
-                                false // unchanged: every column of the block is zero for row i
-                            }
-                        };
-                        if keep {
-                            // (The words are reset below: `shared` reads the row's.)
-                            self.cand_idx[w] = self.cand_idx[e];
-                            w += 1;
+                        if c == UNTESTED || !told[c as usize] {
+                            return Ok(true);
                         }
-                    }
-                    ptr = w;
-                }
-                self.cand_ptr[self.m] = w;
-                self.cand_idx.truncate(w);
-                self.cand_probe.truncate(w);
-                self.cand_probe.iter_mut().for_each(|v| *v = UNTESTED);
+                        tested += 1;
+                        // At the last level a quiet row's candidates may share a probe: a
+                        // change there proves none of them (a tag proved its column).
+                        let shared = || {
+                            quiet.get(i).is_some_and(|q| *q)
+                                && row.clone().any(|o| o != e && cand_probe[o] & PROBE == c)
+                        };
+                        if v & HIT == 0 {
+                            return Ok(false); // unchanged: every column is zero for row i
+                        }
+                        changed += 1;
+                        if leaf && !shared() {
+                            // Alone among the row's blocks in its probe: proven.
+                            push(new_deps, (i as u32, block), "dependencies")?;
+                            if v & PERT != 0 {
+                                push(pert_deps, (i as u32, block), "dependencies")?;
+                            }
+                            return Ok(false);
+                        }
+                        Ok(true)
+                    },
+                )?;
+                self.cand_probe.clear();
+                self.cand_probe.resize(self.cand_idx.len(), UNTESTED);
                 if tested > 0 {
                     self.last_hit_rate = changed as f64 / tested as f64;
                 }
@@ -325,22 +311,14 @@ impl Refine {
             // tags, now dependencies, aside). One more step at this level, every row with
             // every conflict hard, resolves them.
             self.quiet = Default::default();
-            let mut w = 0;
-            for i in 0..self.m {
-                let (a, b) = (self.cand_ptr[i], self.cand_ptr[i + 1]);
-                self.cand_ptr[i] = w;
-                for e in a..b {
-                    let j = self.cand_idx[e];
-                    if self.deps(i).binary_search(&j).is_err() {
-                        self.cand_idx[w] = j;
-                        w += 1;
-                    }
-                }
-            }
-            self.cand_ptr[self.m] = w;
-            self.cand_idx.truncate(w);
+            let (dep_ptr, dep_idx) = (&self.dep_ptr, &self.dep_idx);
+            retain_candidates((&mut self.cand_ptr, &mut self.cand_idx), |i, _, _, j| {
+                Ok(dep_idx[dep_ptr[i]..dep_ptr[i + 1]]
+                    .binary_search(&j)
+                    .is_err())
+            })?;
             self.cand_probe.clear();
-            self.cand_probe.resize(w, UNTESTED);
+            self.cand_probe.resize(self.cand_idx.len(), UNTESTED);
             return Ok(());
         }
         self.parked.sort_hits();
@@ -613,6 +591,30 @@ impl Refine {
         self.bits = bits;
         Ok(())
     }
+}
+
+/// Keeps the candidate entries (CSR over the rows) for which `keep(row, the row's entries,
+/// entry, block)` holds, in order; `keep` sees the entries at their places before the pass.
+/// Their words are the caller's to reset.
+fn retain_candidates(
+    (cand_ptr, cand_idx): (&mut [usize], &mut Vec<u32>),
+    mut keep: impl FnMut(usize, std::ops::Range<usize>, usize, u32) -> Result<bool>,
+) -> Result<()> {
+    let (m, mut w) = (cand_ptr.len() - 1, 0);
+    for i in 0..m {
+        let row = cand_ptr[i]..cand_ptr[i + 1];
+        cand_ptr[i] = w;
+        for e in row.clone() {
+            let block = cand_idx[e];
+            if keep(i, row.clone(), e, block)? {
+                cand_idx[w] = block;
+                w += 1;
+            }
+        }
+    }
+    cand_ptr[m] = w;
+    cand_idx.truncate(w);
+    Ok(())
 }
 
 /// How many of the sorted `deps` from the cursor `d` on lie in `start..end`; `d` moves past
