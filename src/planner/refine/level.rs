@@ -323,6 +323,10 @@ impl Refine {
             if 4 * k <= 3 * colors && k + QUIET_SAVING <= colors {
                 (colors, quiet) = (k, true);
             } else {
+                // The first colors back. (The rows' lists in `seen` stay those of the second
+                // pass: only parked rows' are read after the coloring, and no row is parked at
+                // the last level.)
+                debug_assert_eq!(self.parked.count, 0);
                 for (c, &p) in color.iter_mut().zip(&probed) {
                     if p != 0 {
                         *c = u32::from(p) - 1;
