@@ -70,20 +70,23 @@
 //! neighbours, to be proven zero. Its candidates need not sit alone in their probes, only
 //! apart from its dependencies: an unchanged output proves every one in the probe zero. On a
 //! random sparse pattern every row is quiet by then, and the hard conflicts between a row's
-//! candidates were most of the last level's colors: n = 10^5, 5 per row, 51 probes with every
+//! candidates were most of the last level's colors: n = 10^5, 5 per row, 50 probes with every
 //! conflict hard, 28 with quiet rows' candidates sharing probes. A quiet row that changes in a
 //! probe it shares keeps the candidates there (a tag proves its column): one more step at the
-//! last level, with every conflict hard, resolves them. So the level is colored both ways, and
-//! the shared coloring is kept when it saves a quarter of the probes and at least
-//! `QUIET_SAVING` (`level.rs`); and it is not tried when more than one row in
-//! `RESTLESS_PART` comes in not quiet (rows still learning: a band whose NaNs race keeps
-//! learning a dependency a probe down to the last level, and a row quiet among them may well
-//! hide one in a block with a known one).
+//! last level, with every conflict hard, resolves them. So when every row came in quiet the
+//! shared coloring is used; when some did not, the level is colored both ways and the shared
+//! coloring is kept when it saves a quarter of the probes and at least `QUIET_SAVING`
+//! (`level.rs`); and it is not tried when more than one row in `RESTLESS_PART` comes in not
+//! quiet (rows still learning: a band whose NaNs race keeps learning a dependency a probe down
+//! to the last level, and a row quiet among them may well hide one in a block with a known
+//! one).
 //!
 //! The last level's coloring then takes one pass of iterated greedy (Culberson): the blocks
 //! colored again class by class, the last class first, which never takes more colors and
 //! often fewer (24 instead of 28 above); unless its colors are within one of the largest clique
-//! a row makes (a tridiagonal row's candidates and one dependency: 3 against 4).
+//! a row makes (a tridiagonal row's candidates and one dependency: 3 against 4), or the
+//! coloring work is past `ITERATED_GREEDY_WORK` (`level.rs`: there the pass costs a black box
+//! that takes little time more than the probes it saves).
 //!
 //! # Termination and cost
 //!
@@ -667,8 +670,8 @@ mod tests {
     }
 
     /// What the planner showed at each ask: the level, the probes, the quiet rows, and the
-    /// most probes a last level with every conflict hard would take at least (a row's
-    /// candidates and one known dependency, pairwise in conflict).
+    /// largest clique a row makes when every conflict is hard (its candidates and one known
+    /// dependency), below which no such coloring of the last level can go.
     fn steps_of(
         truth: &Pattern,
         winner: crate::testing::Winner,
@@ -688,7 +691,7 @@ mod tests {
 
     /// Random sparse rows know all their dependencies long before the last level: there their
     /// candidates share probes, and the level takes fewer probes than any coloring with every
-    /// conflict hard could (it took 51 at n = 10^5 where it now takes 24).
+    /// conflict hard could (it took 50 at n = 10^5 where it now takes 24).
     #[test]
     fn quiet_rows_share_probes_at_the_last_level() {
         let truth = crate::testing::random_sparse(8000, 8000, 5, 3);

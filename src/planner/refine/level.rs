@@ -285,7 +285,7 @@ impl Refine {
         // then appends b's color to each of those lists. A row's start, fill and weight sit
         // side by side: one cache line serves all three.
         let mut seen = k_idx;
-        let by_block = (&t_ptr[..], &t_idx[..]);
+        let by_block = (&t_ptr[..], &t_idx[..], scattered(&t_ptr, &t_idx));
         let any_quiet = leaf && lists.iter().any(|l| l.2 & QUIET != 0);
         let quiet_first = any_quiet && self.all_quiet;
         let mut colors = color_blocks(
@@ -504,12 +504,13 @@ const ITERATED_GREEDY_WORK: u64 = 1 << 25;
 /// Colors the probed blocks in `order` (see [`Refine::plan_level`]): each takes the color with
 /// the fewest (hard, blind soft, soft) conflicts with the colors its rows' blocks took so far,
 /// or a new one (at coarse levels, up to `cap`). `by_block` is the transpose (each block's
-/// row ordinals, P-flagged); `lists` and `seen` the rows' list bounds and colors so far, filled
-/// as blocks are colored ([`restart`] empties them). `(leaf, quiet)`: the last level, and
-/// whether quiet rows' candidates may share probes there. Returns the number of colors.
+/// row ordinals, P-flagged) and whether the rows lie far apart ([`scattered`]); `lists` and
+/// `seen` the rows' list bounds and colors so far, filled as blocks are colored ([`restart`]
+/// empties them). `(leaf, quiet)`: the last level, and whether quiet rows' candidates may share
+/// probes there. Returns the number of colors.
 fn color_blocks(
     order: impl Iterator<Item = usize> + Clone,
-    (t_ptr, t_idx): (&[u32], &[u32]),
+    (t_ptr, t_idx, far): (&[u32], &[u32], bool),
     (lists, seen): (&mut [(u32, u32, u32)], &mut [u32]),
     color: &mut [u32],
     (leaf, quiet_ok): (bool, bool),
@@ -520,8 +521,7 @@ fn color_blocks(
     // Blocks ahead, for the prefetches: at the last levels of a pattern without locality a
     // block has a dozen rows or fewer, scattered, so the next block's rows are asked for while
     // this one is colored. (Not on banded patterns: their rows are in cache, and the asking
-    // cost 3% of a tridiagonal trace's instructions.)
-    let far = scattered(t_ptr, t_idx);
+    // cost 3% of a tridiagonal trace's instructions.) `far`: [`scattered`].
     let (mut next, mut ahead2, mut ahead4) = (order.clone(), order.clone(), order.clone());
     ahead2.next();
     ahead4.nth(2);
