@@ -1,7 +1,9 @@
 //! A Python callable as a black box.
 //!
 //! f gets a fresh 1-D float64 array (a copy of x: keeping or changing it harms nothing) and
-//! returns anything numpy turns into m floats. Its exceptions are kept, not printed:
+//! returns anything numpy turns into m floats. An array f did not keep (nothing holds it after
+//! the call: no name, no view, no buffer) is filled again for the next call instead of a new one
+//! being made: at n = 10^6 a new array costs its 8 MB of fresh pages every call. Its exceptions are kept, not printed:
 //!
 //! * an `Exception` makes the evaluation fail with a nonzero code, as a C black box's error
 //!   code would. On a NaN probe the trace reads that as the function refusing NaN and works
@@ -35,6 +37,8 @@ pub struct Callable<'py> {
     /// f takes and returns float32 (x rounded to float, NaN payloads kept: see
     /// `nanprop::driver::single`).
     single: bool,
+    /// The array of the last call, when f kept no reference to it: the next call's argument.
+    spare: Option<Bound<'py, PyAny>>,
 }
 
 impl<'py> Callable<'py> {
@@ -54,6 +58,7 @@ impl<'py> Callable<'py> {
             error: None,
             stopped: false,
             single,
+            spare: None,
         })
     }
 
@@ -86,25 +91,61 @@ impl<'py> Callable<'py> {
         }
     }
 
-    fn call(&self, x: &[f64], y: &mut [f64]) -> Result<(), (PyErr, bool)> {
+    fn call(&mut self, x: &[f64], y: &mut [f64]) -> Result<(), (PyErr, bool)> {
         let py = self.f.py();
         let raised = |e: PyErr| {
             let fatal = !e.is_instance_of::<PyException>(py);
             (e, fatal)
         };
-        if self.single {
-            let x32: Vec<f32> = x.iter().map(|&v| narrow(v)).collect();
-            let r = self
-                .f
-                .call1((PyArray1::from_vec(py, x32),))
-                .map_err(raised)?;
-            return self.read(&r, y, widen);
+        let arg = match self.single {
+            true => self.argument(x, narrow, |x| {
+                PyArray1::from_vec(py, x.iter().map(|&v| narrow(v)).collect()).into_any()
+            }),
+            false => self.argument(x, |v| v, |x| PyArray1::from_slice(py, x).into_any()),
+        };
+        let r = self.f.call1((arg.clone(),)).map_err(raised)?;
+        let read = match self.single {
+            true => self.read(&r, y, widen),
+            false => self.read(&r, y, |v: f64| v),
+        };
+        drop(r);
+        // Ours alone again (f kept no name, view or buffer of it): fill it for the next call.
+        // SAFETY: `arg` is a live object (we hold a reference); reading its count under the GIL.
+        if unsafe { pyo3::ffi::Py_REFCNT(arg.as_ptr()) } == 1 {
+            self.spare = Some(arg);
         }
-        let r = self
-            .f
-            .call1((PyArray1::from_slice(py, x),))
-            .map_err(raised)?;
-        self.read(&r, y, |v: f64| v)
+        read
+    }
+
+    /// The array f gets for `x`: the spare one filled with `x` (converted to f's type T), when
+    /// it is still a writeable contiguous 1-D array of n T's (f may have changed its flags, shape
+    /// or type in place); else a new one from `fresh`.
+    fn argument<T: numpy::Element + Copy>(
+        &mut self,
+        x: &[f64],
+        convert: impl Fn(f64) -> T,
+        fresh: impl FnOnce(&[f64]) -> Bound<'py, PyAny>,
+    ) -> Bound<'py, PyAny> {
+        if let Some(spare) = self.spare.take() {
+            let filled = spare.cast::<PyArray1<T>>().ok().is_some_and(|a| {
+                let Ok(mut w) = a.try_readwrite() else {
+                    return false;
+                };
+                match w.as_slice_mut() {
+                    Ok(s) if s.len() == x.len() => {
+                        for (o, &v) in s.iter_mut().zip(x) {
+                            *o = convert(v);
+                        }
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            if filled {
+                return spare;
+            }
+        }
+        fresh(x)
     }
 
     /// Reads f's result `r` (m numbers, converted to f's own type T) into y.

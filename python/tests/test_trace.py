@@ -251,3 +251,46 @@ def test_help_is_a_usable_page():
         assert word in doc
     assert "convention" in nanprop.load.__doc__
     assert nanprop.Pattern.__doc__ and nanprop.JacobianPlan.__doc__
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_f_gets_a_fresh_array_whatever_it_did_with_the_last(dtype):
+    # The array of a call f kept nothing of is filled again for the next call; one f kept (a
+    # name, a view), changed in place, froze or reshaped must not be touched or reused.
+    n = 64
+    kept, seen, shapes = [], [], set()
+
+    def f(x):
+        shapes.add((x.shape, x.dtype, x.flags.writeable))
+        seen.append(x.copy())
+        y = np.concatenate([x[1:] * x[:-1], x[:1]])
+        k = len(seen) % 5
+        if k == 1:
+            kept.append((x, x.copy()))
+        elif k == 2:
+            kept.append((x[3:], x[3:].copy()))
+        elif k == 3:
+            x *= 0.0  # f scribbles on its copy: the next call must still see x
+        elif k == 4:
+            x.flags.writeable = False
+        else:
+            x.shape = (n // 2, 2)
+        return y
+
+    x0 = np.linspace(0.5, 1.5, n).astype(dtype)
+    p = nanprop.trace(f, x0)
+    truth = np.zeros((n, n), dtype=bool)
+    truth[np.arange(n - 1), np.arange(n - 1)] = truth[np.arange(n - 1), np.arange(1, n)] = True
+    truth[n - 1, 0] = True
+    assert (dense_of(p) == truth).all()
+    assert shapes == {((n,), np.dtype(dtype), True)}
+    assert len(kept) > 4
+    for a, snapshot in kept:
+        assert np.array_equal(a, snapshot, equal_nan=True)
+        bits = np.uint64 if dtype == np.float64 else np.uint32
+        assert np.array_equal(a.view(bits), snapshot.view(bits))
+    # Every call saw x0 outside its tagged inputs (or the check's small steps from it), never
+    # what f wrote into an earlier call's array.
+    for s in seen:
+        finite = ~np.isnan(s)
+        assert np.allclose(s[finite], x0[finite], rtol=1e-3)
