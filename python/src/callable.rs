@@ -2,8 +2,10 @@
 //!
 //! f gets a fresh 1-D float64 array (a copy of x: keeping or changing it harms nothing) and
 //! returns anything numpy turns into m floats. An array f did not keep (nothing holds it after
-//! the call: no name, no view, no buffer) is filled again for the next call instead of a new one
-//! being made: at n = 10^6 a new array costs its 8 MB of fresh pages every call. Its exceptions are kept, not printed:
+//! the call: no name, no view, no buffer) is filled again for the next call instead of a new
+//! one being made: at n = 10^6 a new array costs its 8 MB of fresh pages every call.
+//!
+//! Its exceptions are kept, not printed:
 //!
 //! * an `Exception` makes the evaluation fail with a nonzero code, as a C black box's error
 //!   code would. On a NaN probe the trace reads that as the function refusing NaN and works
@@ -98,10 +100,8 @@ impl<'py> Callable<'py> {
             (e, fatal)
         };
         let arg = match self.single {
-            true => self.argument(x, narrow, |x| {
-                PyArray1::from_vec(py, x.iter().map(|&v| narrow(v)).collect()).into_any()
-            }),
-            false => self.argument(x, |v| v, |x| PyArray1::from_slice(py, x).into_any()),
+            true => self.argument(x, narrow),
+            false => self.argument(x, |v| v),
         };
         let r = self.f.call1((arg.clone(),)).map_err(raised)?;
         let read = match self.single {
@@ -117,14 +117,13 @@ impl<'py> Callable<'py> {
         read
     }
 
-    /// The array f gets for `x`: the spare one filled with `x` (converted to f's type T), when
-    /// it is still a writeable contiguous 1-D array of n T's (f may have changed its flags, shape
-    /// or type in place); else a new one from `fresh`.
+    /// The array f gets for `x` (converted to f's type T): the spare one filled, when it is
+    /// still a writeable contiguous 1-D array of n T's (f may have changed its flags, shape or
+    /// type in place); else a new one.
     fn argument<T: numpy::Element + Copy>(
         &mut self,
         x: &[f64],
         convert: impl Fn(f64) -> T,
-        fresh: impl FnOnce(&[f64]) -> Bound<'py, PyAny>,
     ) -> Bound<'py, PyAny> {
         if let Some(spare) = self.spare.take() {
             let filled = spare.cast::<PyArray1<T>>().ok().is_some_and(|a| {
@@ -145,7 +144,8 @@ impl<'py> Callable<'py> {
                 return spare;
             }
         }
-        fresh(x)
+        let values: Vec<T> = x.iter().map(|&v| convert(v)).collect();
+        PyArray1::from_vec(self.f.py(), values).into_any()
     }
 
     /// Reads f's result `r` (m numbers, converted to f's own type T) into y.

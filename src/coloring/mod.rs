@@ -23,9 +23,10 @@
 //! together (a band, diagonal blocks), the natural order first, which usually reaches the
 //! lower bound there, so the costlier order never runs. [`Strategy::BestOf`] runs every
 //! order, keeps the fewest colors and stops early at the lower bound (about 15 greedy passes:
-//! for a pattern colored once and used for many Jacobians). Either may be followed by *iterated greedy* recoloring (Culberson,
-//! [`ColoringOptions::recolor_iterations`], off by default), which recolors the columns class
-//! by class, never uses more colors and sometimes fewer, one greedy pass a round.
+//! for a pattern colored once and used for many Jacobians). Either may be followed by
+//! *iterated greedy* recoloring (Culberson, [`ColoringOptions::recolor_iterations`], off by
+//! default), which recolors the columns class by class, never uses more colors and sometimes
+//! fewer, one greedy pass a round.
 //!
 //! Ties in the degree-based orders go to the column that entered its degree bucket last (the
 //! buckets are stacks), as in ColPack; on regular meshes, where most degrees tie, this decides
@@ -186,8 +187,11 @@ fn natural_first(p: &Pattern) -> bool {
         [] => true,
         row => ((row[row.len() - 1] - row[0]) as usize) < 2 * row.len(),
     });
+    if compact {
+        return true;
+    }
     let work: u128 = (0..p.rows()).map(|i| (p.row(i).len() as u128).pow(2)).sum();
-    compact || 2 * longest * longest >= work
+    2 * longest * longest >= work
 }
 
 /// Checks that no two columns of one color share a row, and that every color is below
