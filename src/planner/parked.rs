@@ -207,23 +207,17 @@ impl Parked {
     }
 
     /// Turns each span's list ordinal into the set of probes holding one of its P blocks:
-    /// `colors(r)` gives list r's blocks, as color with `p_flag` set on P blocks. Leaves no
-    /// spans when a P block's probe is 64 or more.
-    pub fn set_masks<'a>(&mut self, p_flag: u32, colors: impl Fn(usize) -> &'a [u32]) {
+    /// `mask_of(r)` gives list r's, as bits; `None` when one is probe 64 or more, which leaves
+    /// no spans.
+    pub fn set_masks(&mut self, mask_of: impl Fn(usize) -> Option<u64>) {
         for span in &mut self.spans {
-            let mut mask = 0u64;
-            for &c in colors(span.2 as usize) {
-                if c & p_flag != 0 {
-                    match 1u64.checked_shl(c & !p_flag) {
-                        Some(bit) => mask |= bit,
-                        None => {
-                            self.spans = Vec::new();
-                            return;
-                        }
-                    }
+            match mask_of(span.2 as usize) {
+                Some(mask) => span.2 = mask,
+                None => {
+                    self.spans = Vec::new();
+                    return;
                 }
             }
-            span.2 = mask;
         }
     }
 

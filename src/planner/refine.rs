@@ -60,7 +60,11 @@
 //! the colors its blocks took so far in one short contiguous list (the block list it no longer
 //! needs once transposed), with its bounds and weight in one entry, and the entries and lists
 //! of the rows a few ahead are prefetched, so coloring a block reads one list per row instead of
-//! one scattered color per block of the row.
+//! one scattered color per block of the row. At coarse levels of patterns without locality,
+//! where the palette is capped at 16 colors or fewer, a row keeps a tally instead (how many of
+//! its P and Q blocks took each color, 32 bytes), added to the counts in a fixed number of
+//! vector steps: the same coloring, the coarse levels' coloring about 0.56x the time on random 5 per
+//! row at n = 10^6 (`conflicts.rs`).
 //!
 //! # The last level
 //!
@@ -190,6 +194,7 @@ use crate::pattern::{EntryKind, Pattern, PatternBuilder};
 use crate::probe::{Hit, Probe};
 use bitvec::prelude::*;
 
+mod conflicts;
 mod level;
 mod split;
 

@@ -6,12 +6,17 @@
 //! row before's sharing it (and parked rows listed from their dependencies, runs at once);
 //! then it decides whether refining still pays (the spending rule, dense rows, the cap: see
 //! the `refine` module docs) and colors the probed blocks greedily in natural order
-//! ([`color_blocks`]), a [`Palette`] counting each color's hard and soft conflicts with the
-//! block being colored. At the last level it colors them again with quiet rows' candidates
+//! ([`color_blocks`]), counting each color's hard and soft conflicts with the block being
+//! colored from what its rows' blocks took so far (kept as lists, or at coarse levels of
+//! patterns without locality as tallies: `conflicts.rs`). At the last level it colors them again with quiet rows' candidates
 //! sharing probes, and once more class by class (iterated greedy): the `refine` module docs,
 //! "The last level".
 //! [`Refine::start_onehot`] hands out one probe per still-unknown column instead.
 
+use super::conflicts::{
+    p_mask_of_list, restart, Conflicts, Lists, Tallies, BLIND_SOFT, HARD, SOFT, TALLY_COLORS,
+    TALLY_MAX_LIST, UNUSED,
+};
 use super::{
     Mode, Refine, DENSE_MIN, MIN_BLOCKS_FOR_DENSE_TEST, MIN_BLOCKS_FOR_SCALE_TEST, NONE, P_FLAG,
     SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
@@ -67,6 +72,8 @@ impl Refine {
         let stored_deps = self.dep_idx.len().saturating_sub(self.parked.deps);
         reserve(&mut k_idx, self.cand_idx.len() + stored_deps, "block lists")?;
         let (mut max_q, mut work) = (0usize, 0u64);
+        // The longest row list: whether the coloring may keep tallies (`conflicts.rs`).
+        let mut longest = 0usize;
         // The most blocks one row makes pairwise conflict at the last level: its P blocks and
         // one Q block.
         let mut max_clique = 0usize;
@@ -190,6 +197,7 @@ impl Refine {
             let len = k_idx.len() - start;
             max_q = max_q.max(q);
             max_clique = max_clique.max(p + q.min(1));
+            longest = longest.max(len);
             work += (len * len) as u64;
             listed += len;
             let blind = if q == 0 { P_FLAG } else { 0 };
@@ -278,90 +286,116 @@ impl Refine {
             (2 * max_q + 2).max(4)
         };
         let mut color = filled(NONE, nblocks, "block colors")?;
-        // What a block's rows already hold: row r's colored blocks so far, as color | P flag,
-        // in its list up to its fill position (its block ids are no longer read once
-        // transposed). Coloring block b reads one short contiguous list per row of b instead of
-        // looking up the color of each of the row's blocks, scattered over the color array;
-        // then appends b's color to each of those lists. A row's start, fill and weight sit
-        // side by side: one cache line serves all three.
-        let mut seen = k_idx;
         let by_block = (&t_ptr[..], &t_idx[..], scattered(&t_ptr, &t_idx));
-        let any_quiet = leaf && lists.iter().any(|l| l.2 & QUIET != 0);
-        let quiet_first = any_quiet && self.all_quiet;
-        let mut colors = color_blocks(
-            nonzero(&probed),
-            by_block,
-            (&mut lists, &mut seen),
-            &mut color,
-            (leaf, quiet_first),
-            cap,
-        )?;
-        // The last level ("The last level" in the module docs): quiet rows' candidates sharing
-        // probes, when that saves enough; then one pass of iterated greedy.
-        let mut quiet = quiet_first;
-        // A block's color plus one, kept in `probed` (nonzero all the same) while another pass
-        // colors the blocks again: the colors of the passes that were not kept come from there.
-        let keep_in_probed = |probed: &mut [u8], color: &[u32]| {
-            for (p, &c) in probed.iter_mut().zip(color) {
-                if *p != 0 {
-                    *p = c as u8 + 1;
-                }
-            }
-        };
-        let fits_u8 = |colors: usize| colors < u8::MAX as usize;
-        if any_quiet && !quiet_first && colors > QUIET_SAVING && fits_u8(colors) {
-            keep_in_probed(&mut probed, &color);
-            restart(&mut lists);
-            let k = color_blocks(
+        let tallied = !leaf
+            && by_block.2
+            && cap <= TALLY_COLORS
+            && longest <= TALLY_MAX_LIST
+            && k_idx.len() >= Tallies::space(rows);
+        let colors = if let Some(mut tallies) =
+            tallied.then(|| Tallies::new(&lists, &mut k_idx)).flatten()
+        {
+            // A coarse level of a pattern without locality: few colors, long scattered lists.
+            // Each row keeps a tally of its colors so far instead (`conflicts.rs`), in the
+            // space of the block lists (no longer needed; when they are too short for it the
+            // rows are few and short, and keep lists): the same coloring, counted per row in
+            // a fixed number of vector steps.
+            let colors = color_blocks(
                 nonzero(&probed),
                 by_block,
-                (&mut lists, &mut seen),
+                &mut tallies,
                 &mut color,
-                (leaf, true),
+                (leaf, false),
                 cap,
             )?;
-            if 4 * k <= 3 * colors && k + QUIET_SAVING <= colors {
-                (colors, quiet) = (k, true);
-            } else {
-                // The first colors back. (The rows' lists in `seen` stay those of the second
-                // pass: only parked rows' are read after the coloring, and no row is parked at
-                // the last level.)
-                debug_assert_eq!(self.parked.count, 0);
-                for (c, &p) in color.iter_mut().zip(&probed) {
-                    if p != 0 {
-                        *c = u32::from(p) - 1;
+            self.parked.set_masks(|r| Some(tallies.p_mask(r)));
+            colors
+        } else {
+            // What a block's rows already hold: row r's colored blocks so far, as color | P flag,
+            // in its list up to its fill position (its block ids are no longer read once
+            // transposed). Coloring block b reads one short contiguous list per row of b instead of
+            // looking up the color of each of the row's blocks, scattered over the color array;
+            // then appends b's color to each of those lists. A row's start, fill and weight sit
+            // side by side: one cache line serves all three.
+            let mut seen = k_idx;
+            let any_quiet = leaf && lists.iter().any(|l| l.2 & QUIET != 0);
+            let quiet_first = any_quiet && self.all_quiet;
+            let mut colors = color_blocks(
+                nonzero(&probed),
+                by_block,
+                &mut Lists::new(&mut lists, &mut seen),
+                &mut color,
+                (leaf, quiet_first),
+                cap,
+            )?;
+            // The last level ("The last level" in the module docs): quiet rows' candidates sharing
+            // probes, when that saves enough; then one pass of iterated greedy.
+            let mut quiet = quiet_first;
+            // A block's color plus one, kept in `probed` (nonzero all the same) while another pass
+            // colors the blocks again: the colors of the passes that were not kept come from there.
+            let keep_in_probed = |probed: &mut [u8], color: &[u32]| {
+                for (p, &c) in probed.iter_mut().zip(color) {
+                    if *p != 0 {
+                        *p = c as u8 + 1;
+                    }
+                }
+            };
+            let fits_u8 = |colors: usize| colors < u8::MAX as usize;
+            if any_quiet && !quiet_first && colors > QUIET_SAVING && fits_u8(colors) {
+                keep_in_probed(&mut probed, &color);
+                restart(&mut lists);
+                let k = color_blocks(
+                    nonzero(&probed),
+                    by_block,
+                    &mut Lists::new(&mut lists, &mut seen),
+                    &mut color,
+                    (leaf, true),
+                    cap,
+                )?;
+                if 4 * k <= 3 * colors && k + QUIET_SAVING <= colors {
+                    (colors, quiet) = (k, true);
+                } else {
+                    // The first colors back. (The rows' lists in `seen` stay those of the second
+                    // pass: only parked rows' are read after the coloring, and no row is parked at
+                    // the last level.)
+                    debug_assert_eq!(self.parked.count, 0);
+                    for (c, &p) in color.iter_mut().zip(&probed) {
+                        if p != 0 {
+                            *c = u32::from(p) - 1;
+                        }
                     }
                 }
             }
-        }
-        // One pass of iterated greedy (Culberson): the blocks again, class by class, the last
-        // class first, which never takes more colors than the classes it was given; unless
-        // the colors are within one of the largest clique a row makes (its P blocks and one Q
-        // block; a quiet row's P blocks make none): a tridiagonal's 4 against 3; or the pass
-        // would cost more than the probes it may save (`ITERATED_GREEDY_WORK`).
-        let clique = if quiet { 2 } else { max_clique };
-        if leaf && fits_u8(colors) && colors >= clique + 2 && work <= ITERATED_GREEDY_WORK {
-            keep_in_probed(&mut probed, &color);
-            let probed = &probed;
-            let order = (1..=colors as u8)
-                .rev()
-                .flat_map(move |c| (0..nblocks).filter(move |&b| probed[b] == c));
-            restart(&mut lists);
-            colors = color_blocks(
-                order,
-                by_block,
-                (&mut lists, &mut seen),
-                &mut color,
-                (leaf, quiet),
-                cap,
-            )?;
-        }
-        // The probes each run of parked rows is tested in, for the tells.
-        self.parked.set_masks(P_FLAG, |r| {
-            // Colored so far: all its P blocks (every P block is probed), in its fill.
-            &seen[(lists[r].0 & !P_FLAG) as usize..lists[r].1 as usize]
-        });
-        drop((t_ptr, t_idx, lists, seen));
+            // One pass of iterated greedy (Culberson): the blocks again, class by class, the last
+            // class first, which never takes more colors than the classes it was given; unless
+            // the colors are within one of the largest clique a row makes (its P blocks and one Q
+            // block; a quiet row's P blocks make none): a tridiagonal's 4 against 3; or the pass
+            // would cost more than the probes it may save (`ITERATED_GREEDY_WORK`).
+            let clique = if quiet { 2 } else { max_clique };
+            if leaf && fits_u8(colors) && colors >= clique + 2 && work <= ITERATED_GREEDY_WORK {
+                keep_in_probed(&mut probed, &color);
+                let probed = &probed;
+                let order = (1..=colors as u8)
+                    .rev()
+                    .flat_map(move |c| (0..nblocks).filter(move |&b| probed[b] == c));
+                restart(&mut lists);
+                colors = color_blocks(
+                    order,
+                    by_block,
+                    &mut Lists::new(&mut lists, &mut seen),
+                    &mut color,
+                    (leaf, quiet),
+                    cap,
+                )?;
+            }
+            // The probes each run of parked rows is tested in, for the tells.
+            // (Colored so far: all its P blocks, every P block being probed, in its fill.)
+            self.parked.set_masks(|r| {
+                p_mask_of_list(&seen[(lists[r].0 & !P_FLAG) as usize..lists[r].1 as usize])
+            });
+            colors
+        };
+        drop((t_ptr, t_idx, lists));
 
         // Dense at this scale: the coloring compresses nothing and the last step's tested
         // candidates nearly all changed. Refining further would cost more than one probe per
@@ -504,19 +538,18 @@ const ITERATED_GREEDY_WORK: u64 = 1 << 25;
 /// Colors the probed blocks in `order` (see [`Refine::plan_level`]): each takes the color with
 /// the fewest (hard, blind soft, soft) conflicts with the colors its rows' blocks took so far,
 /// or a new one (at coarse levels, up to `cap`). `by_block` is the transpose (each block's
-/// row ordinals, P-flagged) and whether the rows lie far apart ([`scattered`]); `lists` and
-/// `seen` the rows' list bounds and colors so far, filled as blocks are colored ([`restart`]
-/// empties them). `(leaf, quiet)`: the last level, and whether quiet rows' candidates may share
-/// probes there. Returns the number of colors.
+/// row ordinals, P-flagged) and whether the rows lie far apart ([`scattered`]); `rows` keeps
+/// the rows' colors so far, filled as blocks are colored (`conflicts.rs`). `(leaf, quiet)`: the
+/// last level, and whether quiet rows' candidates may share probes there. Returns the number
+/// of colors.
 fn color_blocks(
     order: impl Iterator<Item = usize> + Clone,
     (t_ptr, t_idx, far): (&[u32], &[u32], bool),
-    (lists, seen): (&mut [(u32, u32, u32)], &mut [u32]),
+    rows: &mut impl Conflicts,
     color: &mut [u32],
     (leaf, quiet_ok): (bool, bool),
     cap: usize,
 ) -> Result<usize> {
-    let mut palette = Palette::default();
     let rows_of = |b: usize| t_ptr[b] as usize..t_ptr[b + 1] as usize;
     // Blocks ahead, for the prefetches: at the last levels of a pattern without locality a
     // block has a dozen rows or fewer, scattered, so the next block's rows are asked for while
@@ -535,59 +568,50 @@ fn color_blocks(
                 prefetch(t_idx, t_ptr[b2] as usize);
             }
             if let Some(b1) = next.clone().next() {
-                let rows = &t_idx[rows_of(b1)];
-                for &t in &rows[..rows.len().min(16)] {
-                    prefetch(lists, (t & !P_FLAG) as usize);
+                let rows_b1 = &t_idx[rows_of(b1)];
+                for &t in &rows_b1[..rows_b1.len().min(16)] {
+                    rows.prefetch_far((t & !P_FLAG) as usize);
                 }
             }
         }
         let rows_b = &t_idx[rows_of(b)];
         if far {
             for &t in &rows_b[..rows_b.len().min(8)] {
-                prefetch(seen, (lists[(t & !P_FLAG) as usize].0 & !P_FLAG) as usize);
+                rows.prefetch_near((t & !P_FLAG) as usize);
             }
         }
         for (k, &t) in rows_b.iter().enumerate() {
             // The rows come in scattered order on patterns without locality: ask for the
-            // bounds of a row sixteen ahead and the list of a row eight ahead.
+            // entry of a row sixteen ahead and what it counts of a row eight ahead.
             if let Some(&ahead) = rows_b.get(k + 16) {
-                prefetch(lists, (ahead & !P_FLAG) as usize);
+                rows.prefetch_far((ahead & !P_FLAG) as usize);
             }
             if let Some(&ahead) = rows_b.get(k + 8) {
-                prefetch(
-                    seen,
-                    (lists[(ahead & !P_FLAG) as usize].0 & !P_FLAG) as usize,
-                );
+                rows.prefetch_near((ahead & !P_FLAG) as usize);
             }
             let (r, b_is_p) = ((t & !P_FLAG) as usize, t & P_FLAG != 0);
-            let (start, end, w) = lists[r];
+            let (start, _, w) = rows.entry(r);
             let (blind, quiet) = (start & P_FLAG != 0, quiet_ok && w & QUIET != 0);
             // Which count a colored block u of this row adds to, by u's flag: a P and a Q
             // block conflict hard; two P blocks hard at the last level unless the row is quiet
             // (then not at all), else soft (blind soft for a blind row); two Q blocks not at
             // all (the unused slot).
-            let (if_p, if_q) = match (b_is_p, leaf, blind) {
+            let slots = match (b_is_p, leaf, blind) {
                 (false, ..) => (HARD, UNUSED),
                 (true, true, _) if quiet => (UNUSED, HARD),
                 (true, true, _) => (HARD, HARD),
                 (true, false, true) => (BLIND_SOFT, HARD),
                 (true, false, false) => (SOFT, HARD),
             };
-            let w = w & !QUIET;
-            for &u in &seen[(start & !P_FLAG) as usize..end as usize] {
-                let slot = if u & P_FLAG != 0 { if_p } else { if_q };
-                palette.counts[(u & !P_FLAG) as usize][slot] += w;
-            }
+            rows.count(r, slots, w & !QUIET);
         }
-        let c = palette.choose(cap)?;
+        let c = rows.choose(cap)?;
         color[b] = c;
         for &t in rows_b {
-            let end = &mut lists[(t & !P_FLAG) as usize].1;
-            seen[*end as usize] = c | (t & P_FLAG);
-            *end += 1;
+            rows.add((t & !P_FLAG) as usize, c, t & P_FLAG);
         }
     }
-    Ok(palette.len())
+    Ok(rows.colors())
 }
 
 /// The indices of the nonzero flags (the probed blocks), in increasing order.
@@ -611,55 +635,111 @@ fn scattered(t_ptr: &[u32], t_idx: &[u32]) -> bool {
     span > 4096 * blocks
 }
 
-/// Empties the rows' colors so far, for another coloring pass.
-fn restart(lists: &mut [(u32, u32, u32)]) {
-    for l in lists {
-        l.1 = l.0 & !P_FLAG;
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
 
-/// The colors of one level's coloring and, for the block being colored, the conflicts each
-/// color has with it: (hard, blind soft, soft) at [`HARD`], [`BLIND_SOFT`], [`SOFT`], counted
-/// into `counts` and cleared by [`Palette::choose`]; the fourth count takes what counts for
-/// nothing, so the counting loop has no branch.
-#[derive(Default)]
-struct Palette {
-    counts: Vec<[u32; 4]>,
-}
-
-/// The slots of a color's counts in [`Palette`].
-const HARD: usize = 0;
-const BLIND_SOFT: usize = 1;
-const SOFT: usize = 2;
-const UNUSED: usize = 3;
-
-impl Palette {
-    fn len(&self) -> usize {
-        self.counts.len()
-    }
-
-    /// The color for the block whose conflicts were counted: the one with the fewest (hard,
-    /// blind soft, soft) conflicts when it has neither hard nor blind soft ones, or the palette
-    /// holds `cap` colors already; otherwise a new color. Clears the counts for the next block.
-    #[inline(always)]
-    fn choose(&mut self, cap: usize) -> Result<u32> {
-        // The first color with the fewest (hard, blind soft, soft), the three as one number,
-        // found in the pass that clears the counts.
-        let mut best = (u128::MAX, 0);
-        for (c, k) in self.counts.iter_mut().enumerate() {
-            let key =
-                u128::from(k[HARD]) << 64 | u128::from(k[BLIND_SOFT]) << 32 | u128::from(k[SOFT]);
-            if key < best.0 {
-                best = (key, c);
+    /// Random row lists over `nblocks` blocks: each row 1 to 24 distinct blocks, at most
+    /// `max_q` of them Q, rows without a Q block blind, weights 1 to 3; with the transpose.
+    #[allow(clippy::type_complexity)]
+    fn random_lists(
+        rng: &mut Rng,
+        rows: usize,
+        nblocks: usize,
+        max_q: usize,
+    ) -> (Vec<(u32, u32, u32)>, Vec<u32>, Vec<u32>, Vec<u32>) {
+        let (mut lists, mut k_idx) = (Vec::new(), Vec::new());
+        for _ in 0..rows {
+            let start = k_idx.len();
+            let len = 1 + rng.below(24.min(nblocks));
+            let mut q = 0;
+            while k_idx.len() - start < len {
+                let b = rng.below(nblocks) as u32;
+                if k_idx[start..].iter().any(|&k| k & !P_FLAG == b) {
+                    continue;
+                }
+                let is_q = q < max_q && rng.below(4) == 0;
+                q += usize::from(is_q);
+                k_idx.push(if is_q { b } else { b | P_FLAG });
             }
-            *k = [0; 4];
+            let blind = if q == 0 { P_FLAG } else { 0 };
+            let w = 1 + rng.below(3) as u32;
+            lists.push((start as u32 | blind, start as u32, w));
         }
-        let (key, c) = best;
-        // Neither hard nor blind soft conflicts, or no room for another color: the best one.
-        if key >> 32 == 0 || (self.len() >= cap && key != u128::MAX) {
-            return Ok(c as u32);
+        lists.push((k_idx.len() as u32, k_idx.len() as u32, 0));
+        let mut t_ptr = vec![0u32; nblocks + 1];
+        for &b in &k_idx {
+            t_ptr[(b & !P_FLAG) as usize + 1] += 1;
         }
-        push(&mut self.counts, [0; 4], "colors")?;
-        Ok(self.len() as u32 - 1)
+        for b in 1..=nblocks {
+            t_ptr[b] += t_ptr[b - 1];
+        }
+        let mut fill = t_ptr.clone();
+        let mut t_idx = vec![0u32; k_idx.len()];
+        for r in 0..rows {
+            let (s, e) = (lists[r].0 & !P_FLAG, lists[r + 1].0 & !P_FLAG);
+            for &b in &k_idx[s as usize..e as usize] {
+                let slot = &mut fill[(b & !P_FLAG) as usize];
+                t_idx[*slot as usize] = r as u32 | (b & P_FLAG);
+                *slot += 1;
+            }
+        }
+        (lists, k_idx, t_ptr, t_idx)
+    }
+
+    /// Rows keeping tallies color every block as rows keeping lists do, blind rows, weights
+    /// and the palette's cap included; and the parked rows' probe masks agree.
+    #[test]
+    fn tallies_color_as_lists_do() {
+        let mut rng = Rng::new(11);
+        for case in 0..40 {
+            let (rows, nblocks) = (50 + rng.below(400), 20 + rng.below(300));
+            let max_q = rng.below(8);
+            let cap = (2 * max_q + 2).max(4);
+            let (lists, mut seen, t_ptr, t_idx) = random_lists(&mut rng, rows, nblocks, max_q);
+            let far = case % 2 == 0;
+            let by_block = (&t_ptr[..], &t_idx[..], far);
+            let probed: Vec<u8> = (0..nblocks)
+                .map(|b| u8::from(t_ptr[b + 1] > t_ptr[b]))
+                .collect();
+
+            let mut by_lists = lists.clone();
+            let mut color_l = vec![NONE; nblocks];
+            let mut store = Lists::new(&mut by_lists, &mut seen);
+            let k_l = color_blocks(
+                nonzero(&probed),
+                by_block,
+                &mut store,
+                &mut color_l,
+                (false, false),
+                cap,
+            )
+            .unwrap();
+
+            let spare = rng.below(3 * rows);
+            let mut space = vec![u32::MAX; Tallies::space(rows) + spare];
+            let mut tallies = Tallies::new(&lists, &mut space).unwrap();
+            let mut color_t = vec![NONE; nblocks];
+            let k_t = color_blocks(
+                nonzero(&probed),
+                by_block,
+                &mut tallies,
+                &mut color_t,
+                (false, false),
+                cap,
+            )
+            .unwrap();
+
+            assert_eq!((k_l, &color_l), (k_t, &color_t), "case {case}");
+            assert!(
+                k_t <= cap && k_t > 1,
+                "case {case}: {k_t} colors, cap {cap}"
+            );
+            for r in 0..rows {
+                let list = &seen[(by_lists[r].0 & !P_FLAG) as usize..by_lists[r].1 as usize];
+                assert_eq!(p_mask_of_list(list), Some(tallies.p_mask(r)), "row {r}");
+            }
+        }
     }
 }

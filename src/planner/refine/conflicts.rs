@@ -1,0 +1,303 @@
+//! Counting a block's conflicts with each color, for the level coloring (`level.rs`).
+//!
+//! Coloring a block asks, for every color so far, how many blocks of the block's rows took
+//! it, by their kind for the row (P or Q); the row's flags turn each kind into a hard, soft or
+//! blind soft conflict (or none), weighted by how many rows share the row's list, and a
+//! palette picks the color. A row keeps what its blocks took so far in one of two ways, behind
+//! one trait ([`Conflicts`]) so that the coloring loop is written once:
+//!
+//! * [`Lists`]: the colors themselves, P-flagged, in the row's short list (its block list,
+//!   no longer needed once transposed). Coloring a block reads the whole list of each of its
+//!   rows, one increment per entry. Any number of colors: the last level, and banded patterns,
+//!   whose lists are short and in cache.
+//! * [`Tallies`]: how many of the row's P blocks and how many of its Q blocks took each of
+//!   the first [`TALLY_COLORS`] colors, a byte each, in one aligned 32-byte record (in the
+//!   space of the block lists, when it is long enough: no new allocation). Coloring a
+//!   block adds each row's two tallies to the counts in a fixed number of vector steps: no loop
+//!   over the row's list, no branch on its length, and one record per row where a list spans
+//!   up to two cache lines. For the coarse levels of patterns without locality, where the
+//!   palette is capped at a few colors while a row's list is long (random 5 per row: a cap of
+//!   12, about 16 blocks a row, visited 16 million times a level at n = 10^6).
+//!
+//! Both count the same conflicts and pick by the same rule ([`pick`]), so the coloring is the
+//! same either way.
+
+use super::P_FLAG;
+use crate::error::{push, Result};
+use crate::prefetch::prefetch;
+
+/// The slots of a color's counts: (hard, blind soft, soft) conflicts, and a fourth that takes
+/// what counts for nothing, so the counting has no branch.
+pub(super) const HARD: usize = 0;
+pub(super) const BLIND_SOFT: usize = 1;
+pub(super) const SOFT: usize = 2;
+pub(super) const UNUSED: usize = 3;
+
+/// The colors a row's tally counts ([`TALLY_WORDS`]): a palette capped at this many or fewer
+/// can be tallied.
+pub(super) const TALLY_COLORS: usize = 16;
+
+/// The longest row list a tally can count (a byte per color and kind).
+pub(super) const TALLY_MAX_LIST: usize = u8::MAX as usize;
+
+/// A row's blocks colored so far, and the conflicts they give the block being colored.
+pub(super) trait Conflicts {
+    /// Row r's list entry: its start with the blind flag, its fill, its weight with the quiet
+    /// flag (see `Refine::plan_level`).
+    fn entry(&self, r: usize) -> (u32, u32, u32);
+    /// Asks for what [`Conflicts::count`] will read of row r, well ahead of it.
+    fn prefetch_far(&self, r: usize);
+    /// Asks for what [`Conflicts::count`] will read of row r, shortly before it (the entry
+    /// was asked for by [`Conflicts::prefetch_far`]).
+    fn prefetch_near(&self, r: usize);
+    /// Counts the conflicts of row r's colored blocks with the block being colored: each P
+    /// block into slot `slots.0` of its color, each Q block into `slots.1`, weighted by `w`.
+    fn count(&mut self, r: usize, slots: (usize, usize), w: u32);
+    /// The color for the block whose conflicts were counted ([`pick`]); clears the counts.
+    fn choose(&mut self, cap: usize) -> Result<u32>;
+    /// Notes that a block of row r, of kind `p_flag` (`P_FLAG` or 0), took color `c`.
+    fn add(&mut self, r: usize, c: u32, p_flag: u32);
+    /// The colors used so far.
+    fn colors(&self) -> usize;
+}
+
+/// The color for a block, from the first color with the fewest (hard, blind soft, soft)
+/// conflicts as one key (`u128::MAX`: the palette is empty): that color when it has neither
+/// hard nor blind soft conflicts, or the palette holds `cap` colors already; `None` for a new
+/// color.
+#[inline(always)]
+fn pick((key, c): (u128, usize), len: usize, cap: usize) -> Option<u32> {
+    (key >> 32 == 0 || (len >= cap && key != u128::MAX)).then_some(c as u32)
+}
+
+/// The three conflict counts as one key, hard first.
+#[inline(always)]
+fn key(hard: u32, blind_soft: u32, soft: u32) -> u128 {
+    u128::from(hard) << 64 | u128::from(blind_soft) << 32 | u128::from(soft)
+}
+
+/// Rows' colors so far as lists: row r's colored blocks, color | P flag, from its start to
+/// its fill in `seen`; any number of colors.
+pub(super) struct Lists<'a> {
+    lists: &'a mut [(u32, u32, u32)],
+    seen: &'a mut [u32],
+    /// Per color, its counts at [`HARD`], [`BLIND_SOFT`], [`SOFT`], [`UNUSED`].
+    counts: Vec<[u32; 4]>,
+}
+
+impl<'a> Lists<'a> {
+    /// The rows' lists, filled from their fill positions on ([`restart`] empties them).
+    pub fn new(lists: &'a mut [(u32, u32, u32)], seen: &'a mut [u32]) -> Self {
+        Lists {
+            lists,
+            seen,
+            counts: Vec::new(),
+        }
+    }
+}
+
+impl Conflicts for Lists<'_> {
+    #[inline(always)]
+    fn entry(&self, r: usize) -> (u32, u32, u32) {
+        self.lists[r]
+    }
+
+    #[inline(always)]
+    fn prefetch_far(&self, r: usize) {
+        prefetch(self.lists, r);
+    }
+
+    #[inline(always)]
+    fn prefetch_near(&self, r: usize) {
+        if let Some(&(start, ..)) = self.lists.get(r) {
+            prefetch(self.seen, (start & !P_FLAG) as usize);
+        }
+    }
+
+    #[inline(always)]
+    fn count(&mut self, r: usize, (if_p, if_q): (usize, usize), w: u32) {
+        let (start, end, _) = self.lists[r];
+        for &u in &self.seen[(start & !P_FLAG) as usize..end as usize] {
+            let slot = if u & P_FLAG != 0 { if_p } else { if_q };
+            self.counts[(u & !P_FLAG) as usize][slot] += w;
+        }
+    }
+
+    #[inline(always)]
+    fn choose(&mut self, cap: usize) -> Result<u32> {
+        let mut best = (u128::MAX, 0);
+        for (c, k) in self.counts.iter_mut().enumerate() {
+            let key = key(k[HARD], k[BLIND_SOFT], k[SOFT]);
+            if key < best.0 {
+                best = (key, c);
+            }
+            *k = [0; 4];
+        }
+        if let Some(c) = pick(best, self.counts.len(), cap) {
+            return Ok(c);
+        }
+        push(&mut self.counts, [0; 4], "colors")?;
+        Ok(self.counts.len() as u32 - 1)
+    }
+
+    #[inline(always)]
+    fn add(&mut self, r: usize, c: u32, p_flag: u32) {
+        let end = &mut self.lists[r].1;
+        self.seen[*end as usize] = c | p_flag;
+        *end += 1;
+    }
+
+    fn colors(&self) -> usize {
+        self.counts.len()
+    }
+}
+
+/// Empties the rows' colors so far, for another coloring pass with [`Lists`].
+pub(super) fn restart(lists: &mut [(u32, u32, u32)]) {
+    for l in lists {
+        l.1 = l.0 & !P_FLAG;
+    }
+}
+
+/// The probes (colors below 64) holding one of the P blocks in a row's colors so far `list`
+/// (color | P flag); `None` when one is 64 or more.
+pub(super) fn p_mask_of_list(list: &[u32]) -> Option<u64> {
+    let mut mask = 0u64;
+    for &c in list.iter().filter(|&&c| c & P_FLAG != 0) {
+        mask |= 1u64.checked_shl(c & !P_FLAG)?;
+    }
+    Some(mask)
+}
+
+/// A row's tally: how many of its P blocks (the first 16 byte lanes) and of its Q blocks
+/// (the last 16) took each of the first [`TALLY_COLORS`] colors, lane `i` in bits `8 (i % 4)`
+/// of word `i / 4`. Kept in the space of the block lists, which the coloring no longer needs.
+const TALLY_WORDS: usize = 2 * TALLY_COLORS / 4;
+
+/// Rows' colors so far as tallies: a palette of at most [`TALLY_COLORS`] colors, rows whose
+/// lists hold at most [`TALLY_MAX_LIST`] blocks (so no lane overflows).
+pub(super) struct Tallies<'a> {
+    lists: &'a [(u32, u32, u32)],
+    /// Row r's tally in words `TALLY_WORDS r ..`, aligned so that none straddles a cache line.
+    tallies: &'a mut [u32],
+    /// Per slot ([`HARD`], [`BLIND_SOFT`], [`SOFT`], [`UNUSED`]), every color's count: fixed
+    /// lanes, zero past the palette.
+    counts: [[u32; TALLY_COLORS]; 4],
+    len: usize,
+}
+
+impl<'a> Tallies<'a> {
+    /// The space [`Tallies::new`] needs for `rows` row lists, in words.
+    pub fn space(rows: usize) -> usize {
+        // Up to a 32-byte boundary first: 8 words at most.
+        TALLY_WORDS * (rows + 1)
+    }
+
+    /// Zeroed tallies for the row lists of `lists` (all but its extra last entry), in `space`
+    /// (the block lists, no longer needed: at least [`Tallies::space`] words); `None` when it
+    /// is shorter.
+    pub fn new(lists: &'a [(u32, u32, u32)], space: &'a mut [u32]) -> Option<Self> {
+        let rows = lists.len().saturating_sub(1);
+        let skip = ((space.as_ptr() as usize).wrapping_neg() % (4 * TALLY_WORDS)) / 4;
+        let tallies = space.get_mut(skip..skip + TALLY_WORDS * rows)?;
+        tallies.fill(0);
+        Some(Tallies {
+            lists,
+            tallies,
+            counts: [[0; TALLY_COLORS]; 4],
+            len: 0,
+        })
+    }
+
+    /// Row r's tally.
+    #[inline(always)]
+    fn tally(&self, r: usize) -> &[u32; TALLY_WORDS] {
+        (self.tallies[TALLY_WORDS * r..TALLY_WORDS * (r + 1)])
+            .try_into()
+            .expect("a tally")
+    }
+
+    /// The colors holding one of row r's P blocks, as bits.
+    pub fn p_mask(&self, r: usize) -> u64 {
+        (lanes(&self.tally(r)[..TALLY_WORDS / 2]).iter().enumerate())
+            .filter(|(_, &k)| k != 0)
+            .fold(0, |mask, (c, _)| mask | 1 << c)
+    }
+}
+
+/// Half a tally's words as its 16 byte lanes.
+#[inline(always)]
+fn lanes(words: &[u32]) -> [u8; TALLY_COLORS] {
+    let mut lanes = [0u8; TALLY_COLORS];
+    for (four, w) in lanes.chunks_exact_mut(4).zip(words) {
+        four.copy_from_slice(&w.to_le_bytes());
+    }
+    lanes
+}
+
+/// `counts += w * tally`, lane by lane (vectorized: both copied into locals first, so that no
+/// store can alias a load).
+#[inline(always)]
+fn add_scaled(counts: &mut [u32; TALLY_COLORS], tally: [u8; TALLY_COLORS], w: u32) {
+    let mut sum = *counts;
+    for (k, t) in sum.iter_mut().zip(tally) {
+        *k = k.wrapping_add(u32::from(t).wrapping_mul(w));
+    }
+    *counts = sum;
+}
+
+impl Conflicts for Tallies<'_> {
+    #[inline(always)]
+    fn entry(&self, r: usize) -> (u32, u32, u32) {
+        self.lists[r]
+    }
+
+    #[inline(always)]
+    fn prefetch_far(&self, r: usize) {
+        prefetch(self.lists, r);
+        prefetch(self.tallies, TALLY_WORDS * r);
+    }
+
+    #[inline(always)]
+    fn prefetch_near(&self, _: usize) {}
+
+    #[inline(always)]
+    fn count(&mut self, r: usize, (if_p, if_q): (usize, usize), w: u32) {
+        let t = self.tally(r);
+        let (p, q) = (lanes(&t[..TALLY_WORDS / 2]), lanes(&t[TALLY_WORDS / 2..]));
+        add_scaled(&mut self.counts[if_p], p, w);
+        add_scaled(&mut self.counts[if_q], q, w);
+    }
+
+    #[inline(always)]
+    fn choose(&mut self, cap: usize) -> Result<u32> {
+        debug_assert!(cap <= TALLY_COLORS);
+        let mut best = (u128::MAX, 0);
+        for c in 0..self.len {
+            let k = key(
+                self.counts[HARD][c],
+                self.counts[BLIND_SOFT][c],
+                self.counts[SOFT][c],
+            );
+            if k < best.0 {
+                best = (k, c);
+            }
+        }
+        self.counts = [[0; TALLY_COLORS]; 4];
+        if let Some(c) = pick(best, self.len, cap) {
+            return Ok(c);
+        }
+        self.len += 1;
+        Ok(self.len as u32 - 1)
+    }
+
+    #[inline(always)]
+    fn add(&mut self, r: usize, c: u32, p_flag: u32) {
+        let lane = c as usize + if p_flag != 0 { 0 } else { TALLY_COLORS };
+        self.tallies[TALLY_WORDS * r + lane / 4] += 1 << (8 * (lane % 4));
+    }
+
+    fn colors(&self) -> usize {
+        self.len
+    }
+}
