@@ -178,8 +178,8 @@ const TALLY_WORDS: usize = 2 * TALLY_COLORS / 4;
 /// lists hold at most [`TALLY_MAX_LIST`] blocks (so no lane overflows).
 pub(super) struct Tallies<'a> {
     lists: &'a [(u32, u32, u32)],
-    /// Row r's tally in words `TALLY_WORDS r ..`, aligned so that none straddles a cache line.
-    tallies: &'a mut [u32],
+    /// Row r's tally, aligned so that none straddles a cache line.
+    tallies: &'a mut [[u32; TALLY_WORDS]],
     /// Per slot ([`HARD`], [`BLIND_SOFT`], [`SOFT`], [`UNUSED`]), every color's count: fixed
     /// lanes, zero past the palette.
     counts: [[u32; TALLY_COLORS]; 4],
@@ -201,6 +201,7 @@ impl<'a> Tallies<'a> {
         let skip = ((space.as_ptr() as usize).wrapping_neg() % (4 * TALLY_WORDS)) / 4;
         let tallies = space.get_mut(skip..skip + TALLY_WORDS * rows)?;
         tallies.fill(0);
+        let (tallies, _) = tallies.as_chunks_mut::<TALLY_WORDS>();
         Some(Tallies {
             lists,
             tallies,
@@ -209,17 +210,10 @@ impl<'a> Tallies<'a> {
         })
     }
 
-    /// Row r's tally.
-    #[inline(always)]
-    fn tally(&self, r: usize) -> &[u32; TALLY_WORDS] {
-        (self.tallies[TALLY_WORDS * r..TALLY_WORDS * (r + 1)])
-            .try_into()
-            .expect("a tally")
-    }
-
     /// The colors holding one of row r's P blocks, as bits.
     pub fn p_mask(&self, r: usize) -> u64 {
-        (lanes(&self.tally(r)[..TALLY_WORDS / 2]).iter().enumerate())
+        let lanes = lanes(&self.tallies[r][..TALLY_WORDS / 2]);
+        (lanes.iter().enumerate())
             .filter(|(_, &k)| k != 0)
             .fold(0, |mask, (c, _)| mask | 1 << c)
     }
@@ -255,7 +249,7 @@ impl Conflicts for Tallies<'_> {
     #[inline(always)]
     fn prefetch_far(&self, r: usize) {
         prefetch(self.lists, r);
-        prefetch(self.tallies, TALLY_WORDS * r);
+        prefetch(self.tallies, r);
     }
 
     #[inline(always)]
@@ -263,7 +257,7 @@ impl Conflicts for Tallies<'_> {
 
     #[inline(always)]
     fn count(&mut self, r: usize, (if_p, if_q): (usize, usize), w: u32) {
-        let t = self.tally(r);
+        let t = &self.tallies[r];
         let (p, q) = (lanes(&t[..TALLY_WORDS / 2]), lanes(&t[TALLY_WORDS / 2..]));
         add_scaled(&mut self.counts[if_p], p, w);
         add_scaled(&mut self.counts[if_q], q, w);
@@ -294,7 +288,7 @@ impl Conflicts for Tallies<'_> {
     #[inline(always)]
     fn add(&mut self, r: usize, c: u32, p_flag: u32) {
         let lane = c as usize + if p_flag != 0 { 0 } else { TALLY_COLORS };
-        self.tallies[TALLY_WORDS * r + lane / 4] += 1 << (8 * (lane % 4));
+        self.tallies[r][lane / 4] += 1 << (8 * (lane % 4));
     }
 
     fn colors(&self) -> usize {
