@@ -12,6 +12,12 @@ pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
     }
 }
 
+/// Asks for the memory at `p` to be brought into the cache: any address (it is never read).
+#[inline(always)]
+pub(crate) fn prefetch_at<T>(p: *const T) {
+    imp::prefetch(p as *const i8);
+}
+
 #[cfg(target_arch = "x86_64")]
 mod imp {
     #[inline(always)]

@@ -180,6 +180,20 @@ impl Probe {
         baseline: &[f64],
         y: &[f64],
         perturbed: &[u32],
+        hit: impl FnMut(u32, Hit),
+    ) -> usize {
+        self.observe_ahead(baseline, y, perturbed, None::<fn(u32)>, hit)
+    }
+
+    /// [`Probe::observe`], calling `soon(row)` for each changed output [`DELAY`] changed outputs
+    /// before `hit` is called for it: a chance to ask for what `hit` will read of the row.
+    /// Without `soon`, each is reported as it is found.
+    pub fn observe_ahead(
+        &self,
+        baseline: &[f64],
+        y: &[f64],
+        perturbed: &[u32],
+        soon: Option<impl Fn(u32)>,
         mut hit: impl FnMut(u32, Hit),
     ) -> usize {
         for &i in perturbed {
@@ -211,11 +225,8 @@ impl Probe {
             None => self.col_of(id),
         };
         let mut via_float = 0;
-        for (i, (&b, &v)) in baseline.iter().zip(y).enumerate() {
-            if !b.is_finite() || b.to_bits() == v.to_bits() {
-                continue;
-            }
-            let h = match codec::decode(v) {
+        let mut report = |i: u32| {
+            let h = match codec::decode(y[i as usize]) {
                 Decoded::Tagged(id) => col_of(id).map_or(Hit::Blocked, Hit::Dep),
                 Decoded::ViaFloat(id) => match col_of(id) {
                     Some(c) => {
@@ -226,7 +237,30 @@ impl Probe {
                 },
                 Decoded::NotNan | Decoded::Unknown => Hit::Blocked,
             };
-            hit(i as u32, h);
+            hit(i, h);
+        };
+        // The changed outputs pass through a delay line: `soon` hears of each `DELAY` changed
+        // outputs before `hit` does, in the same increasing order.
+        let changed = (baseline.iter().zip(y).enumerate())
+            .filter(|(_, (&b, &v))| b.is_finite() && b.to_bits() != v.to_bits())
+            .map(|(i, _)| i as u32);
+        let Some(soon) = soon else {
+            changed.for_each(report);
+            return via_float;
+        };
+        let mut line = [0u32; DELAY];
+        let mut count = 0usize;
+        for i in changed {
+            soon(i);
+            let slot = &mut line[count % DELAY];
+            if count >= DELAY {
+                report(*slot);
+            }
+            *slot = i;
+            count += 1;
+        }
+        for k in count.saturating_sub(DELAY)..count {
+            report(line[k % DELAY]);
         }
         via_float
     }
@@ -244,6 +278,9 @@ impl Probe {
         }
     }
 }
+
+/// How many changed outputs ahead [`Probe::observe_ahead`] tells of one.
+pub const DELAY: usize = 8;
 
 #[cfg(test)]
 mod tests {
@@ -272,6 +309,67 @@ mod tests {
         );
         p.restore(&x0, &mut x);
         assert_eq!(x, x0);
+    }
+
+    /// Through the delay line, every changed output is heard of by `soon` before `hit` (by
+    /// [`DELAY`] changed outputs, but for the last ones), in increasing order, with the hits
+    /// decoded as without it; perturbed rows first.
+    #[test]
+    fn changed_outputs_are_told_ahead_in_order() {
+        let p = Probe::new((0..40).collect(), 40);
+        let x0 = vec![0.5; 40];
+        let mut x = x0.clone();
+        p.write_tags(&mut x);
+        let baseline: Vec<f64> = (0..100).map(|i| i as f64).collect();
+        // Every third output carries input i % 40's tag, every seventh (not third) changes to
+        // another number, the rest stay.
+        let y: Vec<f64> = (0..100)
+            .map(|i| match (i % 3, i % 7) {
+                (0, _) => x[i % 40],
+                (_, 0) => -1.0,
+                _ => baseline[i],
+            })
+            .collect();
+        let events = std::cell::RefCell::new(Vec::new());
+        p.observe_ahead(
+            &baseline,
+            &y,
+            &[5],
+            Some(|i| events.borrow_mut().push((i, None))),
+            |i, h| events.borrow_mut().push((i, Some(h))),
+        );
+        let events = events.into_inner();
+        let changed: Vec<u32> = (0..100).filter(|i| i % 3 == 0 || i % 7 == 0).collect();
+        let hits: Vec<(u32, Hit)> = (events.iter())
+            .filter_map(|&(i, h)| h.map(|h| (i, h)))
+            .collect();
+        let mut expected = vec![(5, Hit::Perturbed)];
+        expected.extend(changed.iter().map(|&i| match i % 3 {
+            0 => (i, Hit::Dep(i % 40)),
+            _ => (i, Hit::Blocked),
+        }));
+        assert_eq!(hits, expected);
+        let soon: Vec<u32> = (events.iter())
+            .filter(|e| e.1.is_none())
+            .map(|e| e.0)
+            .collect();
+        assert_eq!(soon, changed);
+        for (k, &i) in changed.iter().enumerate() {
+            let at = |hit: bool| {
+                (events.iter())
+                    .position(|&(j, h)| j == i && h.is_some() == hit)
+                    .unwrap()
+            };
+            let told_between = (events[at(false)..at(true)].iter())
+                .filter(|e| e.1.is_none())
+                .count();
+            // Itself and the DELAY changed outputs after it.
+            assert_eq!(
+                told_between,
+                (DELAY + 1).min(changed.len() - k),
+                "output {i}"
+            );
+        }
     }
 
     /// A probe whose columns come in runs (kept as runs) writes, undoes and recognises the

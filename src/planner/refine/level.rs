@@ -287,6 +287,7 @@ impl Refine {
         };
         let mut color = filled(NONE, nblocks, "block colors")?;
         let by_block = (&t_ptr[..], &t_idx[..], scattered(&t_ptr, &t_idx));
+        self.far = by_block.2;
         let tallied = !leaf
             && by_block.2
             && cap <= TALLY_COLORS
