@@ -188,7 +188,7 @@ impl Probe {
     /// [`Probe::observe`], calling `soon(row)` for each changed output [`DELAY`] changed outputs
     /// before `hit` is called for it: a chance to ask for what `hit` will read of the row.
     /// Without `soon`, each is reported as it is found.
-    pub fn observe_ahead(
+    pub(crate) fn observe_ahead(
         &self,
         baseline: &[f64],
         y: &[f64],
@@ -280,7 +280,7 @@ impl Probe {
 }
 
 /// How many changed outputs ahead [`Probe::observe_ahead`] tells of one.
-pub const DELAY: usize = 8;
+pub(crate) const DELAY: usize = 8;
 
 #[cfg(test)]
 mod tests {

@@ -63,8 +63,8 @@
 //! one scattered color per block of the row. At coarse levels of patterns without locality,
 //! where the palette is capped at 16 colors or fewer, a row keeps a tally instead (how many of
 //! its P and Q blocks took each color, 32 bytes), added to the counts in a fixed number of
-//! vector steps: the same coloring, the coarse levels' coloring about 0.56x the time on random 5 per
-//! row at n = 10^6 (`conflicts.rs`).
+//! vector steps: the same coloring, the coarse levels' coloring in about 0.56x the time on
+//! random 5 per row at n = 10^6 (`conflicts.rs`).
 //!
 //! # The last level
 //!

@@ -8,9 +8,9 @@
 //! the `refine` module docs) and colors the probed blocks greedily in natural order
 //! ([`color_blocks`]), counting each color's hard and soft conflicts with the block being
 //! colored from what its rows' blocks took so far (kept as lists, or at coarse levels of
-//! patterns without locality as tallies: `conflicts.rs`). At the last level it colors them again with quiet rows' candidates
-//! sharing probes, and once more class by class (iterated greedy): the `refine` module docs,
-//! "The last level".
+//! patterns without locality as tallies: `conflicts.rs`). At the last level it colors them
+//! again with quiet rows' candidates sharing probes, and once more class by class (iterated
+//! greedy): the `refine` module docs, "The last level".
 //! [`Refine::start_onehot`] hands out one probe per still-unknown column instead.
 
 use super::conflicts::{
