@@ -756,4 +756,50 @@ mod tests {
             assert_eq!(p.row(i), truth.row(i), "row {i}");
         }
     }
+
+    /// The in-place merge of new pairs into the dependency CSR gives each row the sorted union
+    /// of its known and new columns, whatever rows gain entries (none, the first, the last,
+    /// runs of neighbours), with repeated pairs and pairs already known; the pairs stay in
+    /// `merged`, sorted and distinct.
+    #[test]
+    fn merged_dependencies_are_each_rows_sorted_union() {
+        let mut rng = crate::rng::Rng::new(7);
+        for case in 0..60 {
+            let (m, n) = (1 + rng.below(40), 1 + rng.below(300));
+            let mut planner = Refine::new(n, vec![0.0; m], 16, EntryKind::Assumed).unwrap();
+            let mut truth: Vec<std::collections::BTreeSet<u32>> = vec![Default::default(); m];
+            for _ in 0..1 + rng.below(4) {
+                let mut pairs = Vec::new();
+                for (i, known) in truth.iter().enumerate() {
+                    // Some rows nothing, some a few, now and then a known one again.
+                    for _ in 0..[0, 0, 1, 3, 8][rng.below(5)] {
+                        let j = match known.iter().next() {
+                            Some(&j) if rng.below(4) == 0 => j,
+                            _ => rng.below(n) as u32,
+                        };
+                        pairs.push((i as u32, j));
+                    }
+                }
+                // Two runs of increasing rows, as two probes' tells leave them.
+                let run = |odd: usize| pairs.iter().skip(odd).step_by(2).copied();
+                let a: Vec<(u32, u32)> = run(0).chain(run(1)).collect();
+                planner.new_deps = a.clone();
+                planner.merge_deps().unwrap();
+                for &(i, j) in &a {
+                    truth[i as usize].insert(j);
+                }
+                let mut want: Vec<(u32, u32)> = a;
+                want.sort();
+                want.dedup();
+                assert_eq!(planner.merged, want, "case {case}");
+                assert_eq!(planner.dep_ptr.len(), m + 1);
+                for (i, row) in truth.iter().enumerate() {
+                    let want: Vec<u32> = row.iter().copied().collect();
+                    assert_eq!(planner.deps(i), &want[..], "case {case} row {i}");
+                }
+                assert_eq!(planner.dep_idx.len(), planner.dep_ptr[m], "case {case}");
+                planner.merged.clear();
+            }
+        }
+    }
 }
