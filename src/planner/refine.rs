@@ -757,7 +757,7 @@ mod tests {
         }
     }
 
-    /// The in-place merge of new pairs into the dependency CSR gives each row the sorted union
+    /// Merging new pairs into the dependency CSR (`merge_deps`) gives each row the sorted union
     /// of its known and new columns, whatever rows gain entries (none, the first, the last,
     /// runs of neighbours), with repeated pairs and pairs already known; the pairs stay in
     /// `merged`, sorted and distinct.
