@@ -744,21 +744,26 @@ fn single_table() {
 }
 
 /// Library time against the black box's own, for plain black boxes written as a C code would
-/// write them (a stencil, a gather), default options, n = 10^4 to 10^6: the ratio and its growth
-/// per decade (issue 13's targets: at most 4x f on tridiagonal 10^6, 8x on random 5 per row
-/// 10^6, growth at most 12x from 10^5 to 10^6).
+/// write them (a 1-D stencil, a gather, the 2-D Bratu residual on a g x g grid), default
+/// options, n = 10^4 to 10^6 (g x g nearest for the grid): the ratio and its growth per decade
+/// (issue 13's targets: at most 4x f on tridiagonal 10^6, 8x on random 5 per row 10^6, growth
+/// at most 12x from 10^5 to 10^6 for every family).
 fn scale_table(only: Option<&str>) {
     println!("\n### Library time against f's own: plain black boxes, default options\n");
     println!("| family | n | evaluations | exact | f time (ms) | library time (ms) | library / f | library growth per decade | peak memory (MB) |");
     println!("|---|---:|---:|---|---:|---:|---:|---:|---:|");
-    for family in ["tridiagonal", "random (5 per row)"] {
+    for family in ["tridiagonal", "random (5 per row)", "2-D Bratu"] {
         let mut last: Option<f64> = None;
         for n in [10_000usize, 100_000, 1_000_000] {
+            // The grid's side: the g x g closest to n.
+            let g = (n as f64).sqrt().round() as usize;
+            let n = if family == "2-D Bratu" { g * g } else { n };
             if only.is_some_and(|o| !format!("{family} {n}").contains(o)) {
                 continue;
             }
             let truth = match family {
                 "tridiagonal" => synthetic::banded(n, 1),
+                "2-D Bratu" => synthetic::stencil_2d(g),
                 _ => synthetic::random_sparse(n, n, 5, 7),
             };
             let (ptr, idx) = (truth.row_ptr(), truth.col_idx());
@@ -768,9 +773,31 @@ fn scale_table(only: Option<&str>) {
             let x0: Vec<f64> = (0..n).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
             let mut inside = std::time::Duration::ZERO;
             let tridiagonal = family == "tridiagonal";
+            let bratu = family == "2-D Bratu";
             let f = |x: &[f64], y: &mut [f64]| {
                 let t = Instant::now();
-                if tridiagonal {
+                if bratu {
+                    // y = 4 u - (its four neighbours, 0 past the edge) - h^2 exp(u), h = 1/(g+1):
+                    // the 2-D Bratu residual, as the peers' table has it.
+                    let h2 = 1.0 / ((g + 1) * (g + 1)) as f64;
+                    for (i, yi) in y.iter_mut().enumerate() {
+                        let (r, c) = (i / g, i % g);
+                        let mut v = 4.0 * x[i] - h2 * x[i].exp();
+                        if r > 0 {
+                            v -= x[i - g];
+                        }
+                        if r + 1 < g {
+                            v -= x[i + g];
+                        }
+                        if c > 0 {
+                            v -= x[i - 1];
+                        }
+                        if c + 1 < g {
+                            v -= x[i + 1];
+                        }
+                        *yi = v;
+                    }
+                } else if tridiagonal {
                     // y_i = x_{i-1} - 2 x_i + x_{i+1} + x_i^2 / 4, a 1-D stencil.
                     let n = x.len();
                     for i in 0..n {
