@@ -164,6 +164,14 @@ pub trait Executor {
         batch: &Batch<'_>,
         done: &mut dyn FnMut(usize, Evaluation<'_>) -> Result<()>,
     ) -> Result<()>;
+
+    /// Whether the run loop may tell the outputs of one evaluation on a second thread while
+    /// this executor makes the next ([`run`](crate::driver::run), "Telling alongside"). Only an
+    /// executor that starts no process meanwhile may say yes: a child forked while another
+    /// thread holds a lock (the allocator's) would wait on it forever. Default: no.
+    fn tells_alongside(&self) -> bool {
+        false
+    }
 }
 
 /// Where a trace stands, given to a progress callback after each evaluation.

@@ -25,6 +25,11 @@ impl Executor for Serial<'_> {
         1
     }
 
+    /// Yes: the black box runs on the caller's thread, and nothing is forked.
+    fn tells_alongside(&self) -> bool {
+        true
+    }
+
     fn run(
         &mut self,
         batch: &Batch<'_>,

@@ -20,8 +20,9 @@ use crate::error::Result;
 use crate::pattern::{Pattern, PatternBuilder};
 use crate::probe::Probe;
 
-/// A tracing strategy with the ask/tell shape (see the module docs).
-pub trait Planner {
+/// A tracing strategy with the ask/tell shape (see the module docs). `Send`: the run loop may
+/// tell outputs on another thread than the one that asked (`crate::driver::run`).
+pub trait Planner: Send {
     /// The probes of the next step; empty when the trace is complete. Called once after
     /// construction, then only after every probe of the previous step was told.
     fn ask(&mut self) -> Result<Vec<Probe>>;
