@@ -166,9 +166,9 @@ pub trait Executor {
     ) -> Result<()>;
 
     /// Whether the run loop may tell the outputs of one evaluation on a second thread while
-    /// this executor makes the next ([`run`](crate::driver::run), "Telling alongside"). Only an
-    /// executor that starts no process meanwhile may say yes: a child forked while another
-    /// thread holds a lock (the allocator's) would wait on it forever. Default: no.
+    /// this executor makes the next ([`run`], "Telling alongside"). Only an executor that
+    /// starts no process meanwhile may say yes: a child forked while another thread holds a
+    /// lock (the allocator's) would wait on it forever. Default: no.
     fn tells_alongside(&self) -> bool {
         false
     }
