@@ -7,7 +7,9 @@
 //! * **One loop** ([`run`]): asks the session for the requests of a step, writes their inputs,
 //!   hands them to an executor in batches, and for each evaluation that comes back tells the
 //!   session (which journals it), reports progress, or turns a failure into an error naming
-//!   the request. Every way of evaluating f goes through this loop.
+//!   the request. Every way of evaluating f goes through this loop. With the serial executor
+//!   and many outputs it tells on a second thread while f makes the next evaluation, in the
+//!   same order (`run.rs`, "Telling alongside").
 //! * **Executors** ([`Executor`]): evaluate a batch of inputs and hand back, for each, its
 //!   outputs, a [`Failure`], or "pending". They decide nothing about the trace:
 //!   [`serial`] (in this process, one at a time), [`threads`] (a thread pool, for black boxes
@@ -168,7 +170,8 @@ pub trait Executor {
     /// Whether the run loop may tell the outputs of one evaluation on a second thread while
     /// this executor makes the next ([`run`], "Telling alongside"). Only an executor that
     /// starts no process meanwhile may say yes: a child forked while another thread holds a
-    /// lock (the allocator's) would wait on it forever. Default: no.
+    /// lock inherits it held (glibc guards its allocator's across a fork, not every lock).
+    /// Default: no.
     fn tells_alongside(&self) -> bool {
         false
     }
