@@ -211,6 +211,11 @@ impl BlackBox for Callable<'_> {
             }
         }
     }
+
+    /// f gets a numpy array of its own, filled from `x`: `x` itself cannot change.
+    fn may_write_input(&self) -> bool {
+        false
+    }
 }
 
 /// Runs `run` with `f` as a black box of n inputs and m outputs: a `Loaded` routine, or a

@@ -71,11 +71,26 @@ pub trait BlackBox {
     fn precision(&self) -> Precision {
         Precision::Double
     }
+
+    /// Whether f may write into the `x` it is handed, which the guard then checks it did not
+    /// ([`guard`]: a C or Fortran routine can, `const` or not). False only when it cannot: a
+    /// Rust closure (it gets `&[f64]`), a Python function (it gets a copy), a `float`
+    /// function behind [`single::Single`] (it gets the wrapper's own buffer, checked there);
+    /// the serial executor then hands f the loop's input itself, with no copy to compare.
+    /// A wrapper around another black box answers for it. Default: true.
+    fn may_write_input(&self) -> bool {
+        true
+    }
 }
 
 impl<F: FnMut(&[f64], &mut [f64]) -> std::result::Result<(), i32>> BlackBox for F {
     fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
         self(x, y)
+    }
+
+    /// Safe Rust cannot write through `&[f64]`.
+    fn may_write_input(&self) -> bool {
+        false
     }
 }
 

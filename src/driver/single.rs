@@ -147,6 +147,11 @@ impl<F: BlackBox32> BlackBox for Single<F> {
     fn precision(&self) -> Precision {
         Precision::Single
     }
+
+    /// The `float` function gets this wrapper's buffer, never `x` (and is checked there).
+    fn may_write_input(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -137,6 +137,9 @@ impl BlackBox for Counted<'_> {
     fn precision(&self) -> nanprop::Precision {
         self.f.precision()
     }
+    fn may_write_input(&self) -> bool {
+        self.f.may_write_input()
+    }
 }
 
 /// Whether `path` means standard output (`-`).
