@@ -391,6 +391,62 @@ mod tests {
         (ptr, idx, p.kinds().to_vec(), report, inputs, told, written)
     }
 
+    /// How a run that must fail ends, on this thread or with the teller: the error, and the
+    /// evaluations made.
+    fn failing(teller: bool, noisy: bool) -> (String, usize) {
+        let n = 300;
+        let x0: Vec<f64> = (0..n).map(|j| 1.0 + (j % 5) as f64 * 0.1).collect();
+        let (mut calls, mut jitter) = (0usize, 0u64);
+        let mut f = |x: &[f64], y: &mut [f64]| {
+            calls += 1;
+            // A finite step on input 5 (the check moves it) makes it fail for good.
+            if !noisy && x[5].is_finite() && x[5] != 1.0 {
+                return Err(7);
+            }
+            for i in 0..n {
+                jitter = jitter.wrapping_mul(6364136223846793005).wrapping_add(1);
+                let e = if noisy {
+                    (jitter >> 40) as f64 * 1e-20
+                } else {
+                    0.0
+                };
+                y[i] = x[i] * x[(i + 1) % n] * (1.0 + e);
+            }
+            Ok(())
+        };
+        let options = TraceOptions {
+            noise: crate::trace::options::Noise::Error,
+            ..Default::default()
+        };
+        let mut session = TraceSession::new(n, n, &x0, &options).unwrap();
+        let mut serial = Serial::new(&mut f, n, n).unwrap();
+        let ran = match teller {
+            true => run_with_teller(&mut session, &mut serial, 0, 1, &mut |_| {}),
+            false => run_here(&mut session, &mut serial, 0, 1, &mut |_| {}),
+        };
+        drop(serial);
+        let e = ran.expect_err("the run must fail");
+        assert_eq!(e.kind, ErrorKind::BlackBox, "{}", e.message);
+        (e.message, calls)
+    }
+
+    /// A black box that fails at a finite point (an error raised here, after the teller handed
+    /// the session back) and one whose outputs jitter (an error raised by a tell on the
+    /// teller): the same error either way, and at most one evaluation more with the teller.
+    #[test]
+    fn errors_are_the_same_with_the_teller() {
+        for noisy in [false, true] {
+            let (here, alongside) = (failing(false, noisy), failing(true, noisy));
+            assert_eq!(here.0, alongside.0);
+            assert!(
+                alongside.1 == here.1 || alongside.1 == here.1 + 1,
+                "{} evaluations here, {} with the teller",
+                here.1,
+                alongside.1
+            );
+        }
+    }
+
     #[test]
     fn telling_alongside_changes_nothing() {
         let (here, alongside) = (traced(false), traced(true));
