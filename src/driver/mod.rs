@@ -76,8 +76,9 @@ pub trait BlackBox {
     /// ([`guard`]: a C or Fortran routine can, `const` or not). False only when it cannot: a
     /// Rust closure (it gets `&[f64]`), a Python function (it gets a copy), a `float`
     /// function behind [`single::Single`] (it gets the wrapper's own buffer, checked there);
-    /// the serial executor then hands f the loop's input itself, with no copy to compare.
-    /// A wrapper around another black box answers for it. Default: true.
+    /// the guard then hands f the input itself, with no copy to compare (the serial
+    /// executor's calls, Jacobian plans, smoothed Jacobians). A wrapper around another black
+    /// box answers for it. Default: true.
     fn may_write_input(&self) -> bool {
         true
     }

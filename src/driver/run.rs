@@ -152,12 +152,7 @@ fn run_alongside<'s>(
             return Ok(());
         }
         let planned = s.evaluations() + ids.len();
-        let report = |s: &TraceSession| Progress {
-            evaluations: s.evaluations(),
-            planned,
-            point,
-            points,
-        };
+        let report = |s: &TraceSession| progress_of(s, planned, point, points);
         // Two buffers of outputs: the one being told, the one being read.
         let mut free: Vec<Vec<f64>> = Vec::new();
         for _ in 0..2 {
@@ -270,12 +265,7 @@ fn run_here(
             executor.run(&batch, &mut |k, evaluation| match evaluation {
                 Evaluation::Done(y) => {
                     session.tell(part[k], y)?;
-                    progress(&Progress {
-                        evaluations: session.evaluations(),
-                        planned,
-                        point,
-                        points,
-                    });
+                    progress(&progress_of(session, planned, point, points));
                     Ok(())
                 }
                 Evaluation::Failed(failure) if session.recoverable(part[k], &failure) => {
@@ -293,6 +283,16 @@ fn run_here(
             }
         }
         end_step(session, failed, pending)?;
+    }
+}
+
+/// Where the trace stands after a tell: `planned` evaluations in all once the step is done.
+fn progress_of(session: &TraceSession, planned: usize, point: usize, points: usize) -> Progress {
+    Progress {
+        evaluations: session.evaluations(),
+        planned,
+        point,
+        points,
     }
 }
 
