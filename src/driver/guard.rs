@@ -19,6 +19,14 @@
 use super::{BlackBox, Failure, SyncBlackBox};
 use crate::error::{reserve, Result};
 
+/// `len` zeros. Errors: out of memory, naming `what`.
+fn zeros(len: usize, what: &str) -> Result<Vec<f64>> {
+    let mut v = Vec::new();
+    reserve(&mut v, len, what)?;
+    v.resize(len, 0.0);
+    Ok(v)
+}
+
 /// Values after `y[m-1]` that the guard watches.
 pub const GUARD: usize = 16;
 /// Marker written into outputs before each call (a quiet NaN that decodes as unknown).
@@ -103,14 +111,24 @@ pub struct Guarded {
 impl Guarded {
     /// Buffers for f: R^n -> R^m. Errors: out of memory.
     pub fn new(n: usize, m: usize) -> Result<Self> {
-        let zeros = |len: usize, what| -> Result<Vec<f64>> {
-            let mut v = Vec::new();
-            reserve(&mut v, len, what)?;
-            v.resize(len, 0.0);
-            Ok(v)
-        };
         Ok(Guarded {
             x: zeros(n, "input buffer")?,
+            sent: Vec::new(),
+            y: zeros(m.saturating_add(GUARD), "output buffer")?,
+            m,
+        })
+    }
+
+    /// Buffers for [`Guarded::call_on`] alone, for `f` with n inputs and m outputs: the copy
+    /// of the input a black box that may write it gets ([`BlackBox::may_write_input`]) only
+    /// for such a black box. Errors: out of memory.
+    pub fn for_calls_on(f: &dyn BlackBox, n: usize, m: usize) -> Result<Self> {
+        let x = match f.may_write_input() {
+            true => zeros(n, "input buffer")?,
+            false => Vec::new(),
+        };
+        Ok(Guarded {
+            x,
             sent: Vec::new(),
             y: zeros(m.saturating_add(GUARD), "output buffer")?,
             m,
@@ -126,6 +144,13 @@ impl Guarded {
     /// The m outputs of the last call (meaningful after a successful one).
     pub fn output(&self) -> &[f64] {
         &self.y[..self.m]
+    }
+
+    /// The buffer the outputs are written to: the m outputs, then the guard zone. A caller
+    /// that wants the last call's outputs without copying them swaps it for another buffer of
+    /// the same length, whose contents do not matter (each call marks every value first).
+    pub fn output_buffer(&mut self) -> &mut Vec<f64> {
+        &mut self.y
     }
 
     /// Calls `f` on the input and checks the contract; the outputs are then in
@@ -158,6 +183,13 @@ impl Guarded {
         if !f.may_write_input() {
             // f cannot change `input`: it gets it as it is, with nothing to copy or compare.
             return call_reading(f, input, &mut self.y, self.m);
+        }
+        if self.x.len() != input.len() {
+            // Made for another black box ([`Guarded::for_calls_on`]): the copy, once.
+            self.x.clear();
+            reserve(&mut self.x, input.len(), "input buffer")
+                .map_err(|e| Failure::NotRun(e.message))?;
+            self.x.resize(input.len(), 0.0);
         }
         self.x.copy_from_slice(input);
         self.call_with(input, |x, y| f.eval_checked(x, y))
@@ -242,6 +274,50 @@ mod tests {
         g.call(&mut c).unwrap();
         assert_eq!(g.sent, input, "a snapshot");
         assert_eq!(g.output(), &[1.0, 2.0]);
+    }
+
+    /// Buffers for `call_on` alone: a black box that cannot write its input costs no copy of
+    /// it; one that may gets a copy. The output buffer swapped for
+    /// one of the same length with anything in it: the next call's outputs are checked all
+    /// the same (an unwritten one is named, not read as written).
+    #[test]
+    fn buffers_for_calls_on_copy_the_input_only_when_needed() {
+        struct MayWrite(usize);
+        impl BlackBox for MayWrite {
+            fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
+                self.0 = x.as_ptr() as usize;
+                y.copy_from_slice(&x[1..]);
+                Ok(())
+            }
+        }
+        let input = vec![1.0, 2.0, 3.0];
+        let mut reads = |x: &[f64], y: &mut [f64]| -> std::result::Result<(), i32> {
+            y[0] = x[0];
+            if x[1] == 2.0 {
+                y[1] = x[1];
+            }
+            Ok(())
+        };
+        let mut g = Guarded::for_calls_on(&reads, 3, 2).unwrap();
+        g.call_on(&mut reads, &input).unwrap();
+        assert_eq!(g.output(), &[1.0, 2.0]);
+        assert!(g.x.is_empty(), "no copy of the input");
+        let mut c = MayWrite(0);
+        assert_eq!(Guarded::for_calls_on(&c, 3, 2).unwrap().x.len(), 3);
+        // (One made for another black box makes its copy at the first call.)
+        g.call_on(&mut c, &input).unwrap();
+        assert_eq!(g.x, input, "a copy");
+        assert_eq!(c.0, g.x.as_ptr() as usize, "f got the copy");
+        let mut theirs = vec![5.0; 2 + GUARD];
+        std::mem::swap(g.output_buffer(), &mut theirs);
+        assert_eq!(&theirs[..2], &[2.0, 3.0], "the last call's outputs, taken");
+        g.call_on(&mut reads, &input).unwrap();
+        assert_eq!(g.output(), &[1.0, 2.0]);
+        std::mem::swap(g.output_buffer(), &mut theirs);
+        assert_eq!(
+            g.call_on(&mut reads, &[1.0, 3.0, 3.0]),
+            Err(Failure::Unwritten(1))
+        );
     }
 
     /// The first unwritten output is named wherever it sits among the blocks the check looks

@@ -191,6 +191,16 @@ pub trait Executor {
     fn tells_alongside(&self) -> bool {
         false
     }
+
+    /// The buffer holding the outputs of the last evaluation reported done, when this executor
+    /// (of capacity 1) keeps them in one buffer of its own: its first m values are the outputs
+    /// (it may be longer). The caller may swap it for another buffer of the same length, whose
+    /// contents do not matter: the next evaluation writes every value it reads. The run loop
+    /// telling alongside then hands the outputs to the teller without copying them. Default:
+    /// none (the loop copies the outputs it is handed).
+    fn output_buffer(&mut self) -> Option<&mut Vec<f64>> {
+        None
+    }
 }
 
 /// Where a trace stands, given to a progress callback after each evaluation.

@@ -11,12 +11,12 @@ pub struct Serial<'f> {
 }
 
 impl<'f> Serial<'f> {
-    /// An executor for f: R^n -> R^m. Errors: out of memory for its buffers.
+    /// An executor for f: R^n -> R^m. Its buffers: the m outputs, and a copy of the n inputs
+    /// only when f may write its input ([`BlackBox::may_write_input`]). Errors: out of memory
+    /// for its buffers.
     pub fn new(f: &'f mut dyn BlackBox, n: usize, m: usize) -> Result<Self> {
-        Ok(Serial {
-            f,
-            buffers: Guarded::new(n, m)?,
-        })
+        let buffers = Guarded::for_calls_on(f, n, m)?;
+        Ok(Serial { f, buffers })
     }
 }
 
@@ -28,6 +28,11 @@ impl Executor for Serial<'_> {
     /// Yes: the black box runs on the caller's thread, and nothing is forked.
     fn tells_alongside(&self) -> bool {
         true
+    }
+
+    /// Yes: the guard's output buffer (the m outputs, then the guard zone).
+    fn output_buffer(&mut self) -> Option<&mut Vec<f64>> {
+        Some(self.buffers.output_buffer())
     }
 
     fn run(
