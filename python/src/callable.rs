@@ -216,6 +216,11 @@ impl BlackBox for Callable<'_> {
     fn may_write_input(&self) -> bool {
         false
     }
+
+    /// A successful call copies f's result, m values (`read` checks the count), into `y`.
+    fn writes_every_output(&self) -> bool {
+        true
+    }
 }
 
 /// Runs `run` with `f` as a black box of n inputs and m outputs: a `Loaded` routine, or a

@@ -48,13 +48,21 @@ pub fn check(sent: &[f64], x: &[f64], y: &[f64], m: usize) -> std::result::Resul
 }
 
 /// Calls a black box that cannot write its input ([`BlackBox::may_write_input`] false) on `x`
-/// itself, and checks its outputs (`y`: m outputs and the guard zone).
+/// itself, and checks its outputs (`y`: m outputs and the guard zone), unless it writes every
+/// one ([`BlackBox::writes_every_output`]).
 fn call_reading(
     f: &mut dyn BlackBox,
     x: &[f64],
     y: &mut [f64],
     m: usize,
 ) -> std::result::Result<(), Failure> {
+    if f.writes_every_output() {
+        // Nothing left unwritten to find ([`BlackBox::writes_every_output`]).
+        crate::fpenv::mask_traps();
+        let status = f.eval_checked(x, &mut y[..m]);
+        crate::fpenv::mask_traps();
+        return status;
+    }
     arm(y);
     crate::fpenv::mask_traps();
     let status = f.eval_checked(x, &mut y[..m]);
@@ -318,6 +326,44 @@ mod tests {
             g.call_on(&mut reads, &[1.0, 3.0, 3.0]),
             Err(Failure::Unwritten(1))
         );
+    }
+
+    /// A black box that writes every output (and cannot write its input) is called with no
+    /// marking pass before and no check after; any other is marked and checked.
+    #[test]
+    fn a_black_box_that_writes_every_output_is_not_marked() {
+        /// Records whether its outputs held the guard's marker when it was called; writes
+        /// `y[0]` only (a wrapper that says it writes all would be lying).
+        struct Reads(bool, Vec<bool>);
+        impl BlackBox for Reads {
+            fn eval(&mut self, _: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
+                self.1.push(y.iter().all(|v| v.to_bits() == UNWRITTEN));
+                y[0] = 1.0;
+                Ok(())
+            }
+            fn may_write_input(&self) -> bool {
+                false
+            }
+            fn writes_every_output(&self) -> bool {
+                self.0
+            }
+        }
+        let input = [1.0, 2.0];
+        for says in [false, true] {
+            let mut f = Reads(says, Vec::new());
+            let mut g = Guarded::for_calls_on(&f, 2, 2).unwrap();
+            let got = g.call_on(&mut f, &input);
+            assert_eq!(f.1, [!says], "marked before the call");
+            match says {
+                false => assert_eq!(got, Err(Failure::Unwritten(1))),
+                true => assert_eq!(got, Ok(())),
+            }
+            let mut g = Guarded::new(2, 2).unwrap();
+            g.input_mut().copy_from_slice(&input);
+            let got = g.call(&mut f);
+            assert_eq!(f.1, [!says, !says], "on its own buffer too");
+            assert_eq!(got.is_ok(), says);
+        }
     }
 
     /// The first unwritten output is named wherever it sits among the blocks the check looks

@@ -140,6 +140,9 @@ impl BlackBox for Counted<'_> {
     fn may_write_input(&self) -> bool {
         self.f.may_write_input()
     }
+    fn writes_every_output(&self) -> bool {
+        self.f.writes_every_output()
+    }
 }
 
 /// Whether `path` means standard output (`-`).
