@@ -156,7 +156,8 @@ impl Guarded {
 
     /// The buffer the outputs are written to: the m outputs, then the guard zone. A caller
     /// that wants the last call's outputs without copying them swaps it for another buffer of
-    /// the same length, whose contents do not matter (each call marks every value first).
+    /// the same length, whose contents do not matter (each call marks every value first, or
+    /// has a black box that writes every output).
     pub fn output_buffer(&mut self) -> &mut Vec<f64> {
         &mut self.y
     }
