@@ -131,16 +131,7 @@ impl Guarded {
     /// of the input a black box that may write it gets ([`BlackBox::may_write_input`]) only
     /// for such a black box. Errors: out of memory.
     pub fn for_calls_on(f: &dyn BlackBox, n: usize, m: usize) -> Result<Self> {
-        let x = match f.may_write_input() {
-            true => zeros(n, "input buffer")?,
-            false => Vec::new(),
-        };
-        Ok(Guarded {
-            x,
-            sent: Vec::new(),
-            y: zeros(m.saturating_add(GUARD), "output buffer")?,
-            m,
-        })
+        Guarded::new(if f.may_write_input() { n } else { 0 }, m)
     }
 
     /// The input the next call hands to f (n values): set it before calling. After a call it

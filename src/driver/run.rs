@@ -129,10 +129,11 @@ type Job<'s> = (&'s mut TraceSession, usize, Vec<f64>);
 /// What the teller hands back: the session, the outputs' buffer and how the tell went.
 type Told<'s> = (&'s mut TraceSession, Vec<f64>, Result<()>);
 
-/// What the executor gave for a request: its outputs (copied; empty when the executor lends
-/// its buffer, taken after the run), or a failure, or nothing yet.
+/// What the executor gave for a request: its outputs copied, or left in the buffer it lends
+/// (taken after the run), or a failure, or nothing yet.
 enum Outcome {
     Done(Vec<f64>),
+    Lent,
     Failed(Failure),
     Pending,
 }
@@ -185,7 +186,7 @@ fn run_alongside<'s>(
             let mut outcome = Outcome::Pending;
             let ran = executor.run(&Batch::new(&input, &key, n), &mut |_, evaluation| {
                 outcome = match evaluation {
-                    Evaluation::Done(_) if lends => Outcome::Done(Vec::new()),
+                    Evaluation::Done(_) if lends => Outcome::Lent,
                     Evaluation::Done(y) => Outcome::Done(copied(free.pop(), y)?),
                     Evaluation::Failed(failure) => Outcome::Failed(failure),
                     Evaluation::Pending => Outcome::Pending,
@@ -207,7 +208,7 @@ fn run_alongside<'s>(
             ran?;
             s.restore(id, &mut input);
             match outcome {
-                Outcome::Done(_) if lends => untold = Some((id, borrowed(executor, free.pop())?)),
+                Outcome::Lent => untold = Some((id, borrowed(executor, free.pop())?)),
                 Outcome::Done(y) => untold = Some((id, y)),
                 Outcome::Failed(failure) if s.recoverable(id, &failure) => {
                     failed.push((id, failure))
