@@ -13,6 +13,7 @@
 //! * [`refine::Refine`]: payload-tagged, coarse-to-fine over contiguous blocks.
 
 pub mod chunked;
+mod halves;
 mod parked;
 pub mod refine;
 

@@ -144,7 +144,8 @@ pub(super) struct Parked {
     /// told: parked rows never hold a block out of its probe).
     pub listed_p: usize,
     /// The widest a parked row's dependencies have spread (last minus first) so far in the
-    /// trace: the planner splits wide only into blocks wider than this ([`Parked::note_span`]).
+    /// trace: the planner splits wide only into blocks wider than this (noted by the split,
+    /// `refine/split.rs`).
     pub span: u32,
     /// Runs of consecutive parked rows with the same list at the current level, in row
     /// order: `(first row, end row, x)`, x being the list's ordinal while the level is
@@ -172,32 +173,6 @@ impl Parked {
             span: 0,
             spans: Vec::new(),
         })
-    }
-
-    /// Counts the `w` parked rows from `i` on (listed after every row before them) in the span
-    /// of list `list`.
-    ///
-    /// # Errors
-    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory).
-    #[inline]
-    pub fn extend_span(&mut self, i: u32, w: u32, list: u32) -> Result<()> {
-        match self.spans.last_mut() {
-            Some(span) if span.1 == i && span.2 == u64::from(list) => span.1 += w,
-            _ => push(
-                &mut self.spans,
-                (i, i + w, u64::from(list)),
-                "runs of parked rows",
-            )?,
-        }
-        Ok(())
-    }
-
-    /// Notes the dependencies of a row parked, or kept parked with new ones, in [`Parked::span`].
-    #[inline]
-    pub fn note_span(&mut self, deps: &[u32]) {
-        if let (Some(&first), Some(&last)) = (deps.first(), deps.last()) {
-            self.span = self.span.max(last - first);
-        }
     }
 
     /// Whether row `i` is parked.
@@ -240,6 +215,25 @@ pub(super) fn shared_from(deps: &[u32], before: &[u32]) -> u8 {
     }
     let diff = deps.iter().zip(before).fold(0, |acc, (x, y)| acc | (x ^ y));
     (u32::BITS - diff.leading_zeros()) as u8
+}
+
+/// Counts the `w` parked rows from `i` on (listed after every row before them) in the span
+/// of list `list` ([`Parked::spans`]).
+///
+/// # Errors
+/// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory).
+#[inline]
+pub(super) fn extend_span(
+    spans: &mut Vec<(u32, u32, u64)>,
+    i: u32,
+    w: u32,
+    list: u32,
+) -> Result<()> {
+    match spans.last_mut() {
+        Some(span) if span.1 == i && span.2 == u64::from(list) => span.1 += w,
+        _ => push(spans, (i, i + w, u64::from(list)), "runs of parked rows")?,
+    }
+    Ok(())
 }
 
 /// Whether a row parked at level `s` with dependencies `deps` holds a P block that `colors`

@@ -12,6 +12,15 @@
 //! again with quiet rows' candidates sharing probes, and once more class by class (iterated
 //! greedy): the `refine` module docs, "The last level".
 //! [`Refine::start_onehot`] hands out one probe per still-unknown column instead.
+//!
+//! On two cores, at large levels, the listing pass runs in two halves of rows at once
+//! ([`Refine::list_rows`], `halves.rs`): the cut falls where no run of parked rows sharing a
+//! list goes on, each half lists its rows into lists of its own and flags blocks in flags of
+//! its own, and [`Listing::join`] makes of the two what one pass makes (the second half's
+//! first list merged into the first half's last when they are the same, its runs of parked
+//! rows pointing at the joined lists). The class lists of the probes are made while the
+//! helper writes the candidates' probes into their words. The coloring stays one pass: each
+//! block's color depends on those before it.
 
 use super::conflicts::{
     p_mask_of_list, restart, Conflicts, Lists, Tallies, BLIND_SOFT, HARD, SOFT, TALLY_COLORS,
@@ -22,7 +31,8 @@ use super::{
     SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
 };
 use crate::error::{collect, copied, filled, push, reserve, zero_bits, Result};
-use crate::planner::parked::{for_each_block, Kind, STORED};
+use crate::planner::halves::{both, halfway};
+use crate::planner::parked::{extend_span, for_each_block, Kind, STORED};
 use crate::prefetch::prefetch;
 use crate::probe::Probe;
 
@@ -40,8 +50,6 @@ impl Refine {
         let mut probed = filled(0u8, nblocks, "block flags")?;
         let mut is_cand = filled(false, nblocks, "block flags")?;
         self.parked.colors = Vec::new();
-        self.parked.listed_p = 0;
-        self.parked.spans = Vec::new();
         // One pass over the rows: which candidates are probeable (hold no known dependency),
         // and each row's blocks K_i, flagged P (a probeable candidate) or Q (holds a known
         // dependency), as CSR over the rows with a probeable candidate. An entry is the block
@@ -59,183 +67,61 @@ impl Refine {
         // Rows with the same list (consecutive in row order) share one: `lists[r].2` is how
         // many rows list r stands for. Conflicts are counted by weight, so the coloring is the
         // one every row listed apart would give. `listed` is the length of all the rows' lists.
-        let mut lists: Vec<(u32, u32, u32)> = Vec::new();
-        reserve(&mut lists, self.m + 1, "block list bounds")?;
-        let mut listed = 0usize;
-        // Rows dense at this scale: usually none.
-        let mut suspected: Vec<u32> = Vec::new();
-        let mut k_idx: Vec<u32> = Vec::new();
-        // A stored row lists its candidates and its dependencies' blocks; a parked row its
-        // dependencies' blocks' children, at most `deps << bits`, reserved as it is listed
-        // (runs of parked rows share one list: the bound for all of them would be most of
-        // the peak after a four-way split).
-        let stored_deps = self.dep_idx.len().saturating_sub(self.parked.deps);
-        reserve(&mut k_idx, self.cand_idx.len() + stored_deps, "block lists")?;
-        let (mut max_q, mut work) = (0usize, 0u64);
-        // The longest row list: whether the coloring may keep tallies (`conflicts.rs`).
-        let mut longest = 0usize;
-        // The most blocks one row makes pairwise conflict at the last level: its P blocks and
-        // one Q block.
-        let mut max_clique = 0usize;
-        // The last parked row listed: its row, its list's length and P blocks.
-        let mut last_parked = (usize::MAX, 0usize, 0usize);
-        let mut skip_to = 0;
-        for i in 0..self.m {
-            if i < skip_to {
-                continue;
-            }
-            let code = self.parked.rows[i];
-            if code as u32 <= shift {
-                // Parked rows with the blocks of the parked row before (their codes say so):
-                // its list, weighted by their count.
-                let end = (self.parked.rows[i..].iter())
-                    .position(|&c| c as u32 > shift)
-                    .map_or(self.m, |k| i + k);
-                let w = end - i;
-                let (last, last_len, last_p) = last_parked;
-                debug_assert_eq!(last + 1, i);
-                last_parked.0 = end - 1;
-                if last_p > 0 {
-                    lists.last_mut().unwrap().2 += w as u32;
-                    listed += w * last_len;
-                    work += (w * last_len * last_len) as u64;
-                    self.parked.listed_p += w * last_p;
-                    let list = lists.len() as u32 - 1;
-                    self.parked.extend_span(i as u32, w as u32, list)?;
-                }
-                skip_to = end;
-                continue;
-            }
-            let (a, b) = (self.cand_ptr[i], self.cand_ptr[i + 1]);
-            let parked = code != STORED;
-            if a == b && !parked {
-                continue;
-            }
-            let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
-            let start = k_idx.len();
-            let (mut q, mut any_p) = (0, false);
-            let mut p = 0;
-            if parked {
-                // Its candidates are its dependencies' blocks' children (`parked.rs`).
-                reserve(&mut k_idx, deps.len() << self.bits, "block lists")?;
-                for_each_block(deps, shift, self.bits, self.n, |blk, kind| match kind {
-                    Kind::P => {
-                        is_cand[blk as usize] = true;
-                        probed[blk as usize] = 1;
-                        k_idx.push(blk | P_FLAG);
-                        p += 1;
-                    }
-                    Kind::Q => {
-                        is_cand[blk as usize] = true;
-                        k_idx.push(blk);
-                        q += 1;
-                    }
-                    Kind::Full => {
-                        k_idx.push(blk);
-                        q += 1;
-                    }
-                });
-                self.parked.listed_p += p;
-                any_p = p > 0;
-            } else {
-                let mut d = 0;
-                let mut push_q = |k_idx: &mut Vec<u32>, blk: u32| {
-                    if k_idx.len() == start || *k_idx.last().unwrap() != blk {
-                        k_idx.push(blk);
-                        q += 1;
-                    }
-                };
-                for e in a..b {
-                    let blk = self.cand_idx[e];
-                    is_cand[blk as usize] = true;
-                    while d < deps.len() && deps[d] >> shift < blk {
-                        push_q(&mut k_idx, deps[d] >> shift);
-                        d += 1;
-                    }
-                    if d < deps.len() && deps[d] >> shift == blk {
-                        self.cand_probe[e] = UNTESTED; // holds a known dependency
-                        push_q(&mut k_idx, blk);
-                        while d < deps.len() && deps[d] >> shift == blk {
-                            d += 1;
-                        }
-                    } else {
-                        self.cand_probe[e] = 0; // probeable; its color is set below
-                        probed[blk as usize] = 1;
-                        k_idx.push(blk | P_FLAG);
-                        any_p = true;
-                        p += 1;
-                    }
-                }
-                while d < deps.len() {
-                    push_q(&mut k_idx, deps[d] >> shift);
-                    d += 1;
-                }
-            }
-            if !any_p {
-                k_idx.truncate(start);
-                if parked {
-                    last_parked = (i, 0, 0);
-                }
-                continue;
-            }
-            let len = k_idx.len() - start;
-            let wide = len >= WIDE_ROW_BLOCKS && 2 * len >= nblocks;
-            if !leaf && ((q >= DENSE_MIN && 4 * q >= 3 * len) || wide) {
-                // Known dependencies in 3/4 of its blocks: dense at this scale. Or blocks in
-                // half of all blocks: the square of its length would outweigh the coloring of
-                // every other row (an arrowhead's dense row at n = 10^5 sent the whole trace to
-                // one probe per column). The row would make the coloring compress nothing; it
-                // is left out of it, and its P blocks are tested only where no Q block of its
-                // shares their probe (below).
-                // (Never a parked row: it has fewer than DENSE_MIN dependencies, and at most
-                // two blocks for each.)
-                debug_assert!(!parked);
-                k_idx.truncate(start);
-                push(&mut suspected, i as u32, "rows")?;
-                continue;
-            }
-            let len = k_idx.len() - start;
-            max_q = max_q.max(q);
-            max_clique = max_clique.max(p + q.min(1));
-            longest = longest.max(len);
-            work += (len * len) as u64;
-            listed += len;
-            let blind = if q == 0 { P_FLAG } else { 0 };
-            // The same list as the row before (a band's rows inside one block, at every level
-            // but the finest): one more row of weight for that list.
-            // A quiet row at the last level: its candidates may share a probe.
-            let quiet = match leaf && q > 0 && self.quiet.get(i).is_some_and(|b| *b) {
-                true => QUIET,
-                false => 0,
-            };
-            let same = lists.last().is_some_and(|&(prev, _, weight)| {
-                let prev_start = (prev & !P_FLAG) as usize;
-                // Element by element: the lists are short, a memcmp call costs more.
-                prev & P_FLAG == blind
-                    && weight & QUIET == quiet
-                    && start - prev_start == len
-                    && (k_idx[prev_start..start].iter())
-                        .zip(&k_idx[start..])
-                        .all(|(a, b)| a == b)
-            });
-            if same {
-                k_idx.truncate(start);
-                lists.last_mut().unwrap().2 += 1;
-            } else {
-                lists.push((start as u32 | blind, start as u32, 1 | quiet));
-            }
-            if parked {
-                self.parked
-                    .extend_span(i as u32, 1, lists.len() as u32 - 1)?;
-                last_parked = (i, len, p);
-            }
+        // The rows in two halves on two cores (`halves.rs`), cut where no run of parked rows
+        // sharing a list goes on; the halves' lists joined as one pass would have made them.
+        let m = self.m;
+        let at_once = m + self.cand_idx.len() >= self.halves_from;
+        let mid = match at_once {
+            true => self.listing_cut(shift),
+            false => m,
+        };
+        let at_once = at_once && mid < m;
+        let (mut probed_there, mut is_cand_there) = match at_once {
+            true => (
+                filled(0u8, nblocks, "block flags")?,
+                filled(false, nblocks, "block flags")?,
+            ),
+            false => (Vec::new(), Vec::new()),
+        };
+        let mut words = std::mem::take(&mut self.cand_probe);
+        let (words_here, words_there) = words.split_at_mut(self.cand_ptr[mid]);
+        let this = &*self;
+        let flags_here = (&mut probed[..], &mut is_cand[..]);
+        let flags_there = (&mut probed_there[..], &mut is_cand_there[..]);
+        let (first, second) = both(
+            at_once,
+            || this.list_rows(0..mid, words_here, flags_here, true),
+            || this.list_rows(mid..m, words_there, flags_there, false),
+        );
+        self.cand_probe = words;
+        let mut listing = first?;
+        listing.join(second?)?;
+        for (here, there) in probed.iter_mut().zip(&probed_there) {
+            *here |= *there;
         }
+        for (here, there) in is_cand.iter_mut().zip(&is_cand_there) {
+            *here |= *there;
+        }
+        drop((probed_there, is_cand_there));
+        let Listing {
+            mut lists,
+            mut k_idx,
+            suspected,
+            spans,
+            listed,
+            work,
+            max_q,
+            longest,
+            max_clique,
+            listed_p,
+        } = listing;
+        self.parked.spans = spans;
+        self.parked.listed_p = listed_p;
         if lists.is_empty() && suspected.is_empty() {
             return Ok(None);
         }
         let rows = lists.len();
         lists.push((k_idx.len() as u32, k_idx.len() as u32, 0));
-        let start_of = |lists: &[(u32, u32, u32)], r: usize| (lists[r].0 & !P_FLAG) as usize;
         let unknown_cols: usize = (0..nblocks)
             .filter(|&b| is_cand[b])
             .map(|b| {
@@ -253,6 +139,7 @@ impl Refine {
         // the block's P/Q flag for that row in the top bit.
         // Counting sort without a second pointer array: t_ptr[b] counts, then holds the end of
         // block b's list, and filling from the back moves it to the start.
+        let start_of = |lists: &[(u32, u32, u32)], r: usize| (lists[r].0 & !P_FLAG) as usize;
         let mut t_ptr = filled(0u32, nblocks + 1, "block pointers")?;
         for &b in &k_idx {
             t_ptr[(b & !P_FLAG) as usize] += 1;
@@ -426,19 +313,35 @@ impl Refine {
         }
         self.asked += colors;
 
-        // The probes: the columns of each color class, in increasing order.
-        let mut cols: Vec<Vec<u32>> = filled(Vec::new(), colors, "probes")?;
-        for b in (0..nblocks).filter(|&b| probed[b] != 0) {
-            let (s, e) = self.block_range(b as u32, shift);
-            let class = &mut cols[color[b] as usize];
-            reserve(class, (e - s) as usize, "probe columns")?;
-            class.extend(s..e);
-        }
-        for e in 0..self.cand_idx.len() {
-            if self.cand_probe[e] != UNTESTED {
-                self.cand_probe[e] = color[self.cand_idx[e] as usize];
-            }
-        }
+        // The probes: the columns of each color class, in increasing order; and each probeable
+        // candidate's probe in its word. Two passes with nothing in common: on two cores the
+        // words from `cut` on are written alongside (`halves.rs`), `cut` leaving this thread
+        // about as many words as the helper, counting a probe's column as one.
+        let len = self.cand_idx.len();
+        let at_once = len + self.n >= self.halves_from;
+        let cut = match at_once {
+            true => (len.saturating_sub(self.n) / 2).min(len),
+            false => len,
+        };
+        let n = self.n as u64;
+        let (words_here, words_there) = self.cand_probe.split_at_mut(cut);
+        let (blocks_here, blocks_there) = self.cand_idx.split_at(cut);
+        let (cols, ()) = both(
+            at_once,
+            || {
+                let mut cols: Vec<Vec<u32>> = filled(Vec::new(), colors, "probes")?;
+                for b in (0..nblocks).filter(|&b| probed[b] != 0) {
+                    let (s, e) = ((b as u64) << shift, ((b as u64 + 1) << shift).min(n));
+                    let class = &mut cols[color[b] as usize];
+                    reserve(class, (e - s) as usize, "probe columns")?;
+                    class.extend(s as u32..e as u32);
+                }
+                probes_of(words_here, blocks_here, &color);
+                Ok::<_, crate::Error>(cols)
+            },
+            || probes_of(words_there, blocks_there, &color),
+        );
+        let cols = cols?;
         // A row left out of the coloring learns nothing from a P block whose probe holds one
         // of its Q blocks: that block is not tested in this step (it stays a candidate).
         let mut q_colors = Vec::new();
@@ -470,6 +373,219 @@ impl Refine {
             cols.into_iter().map(|c| Probe::new(c, n)),
             "probes",
         )?))
+    }
+
+    /// The row where the listing pass is cut in two: about half the rows and their entries
+    /// before it, and not inside a run of parked rows that share the list of the row before
+    /// at level `shift` (`parked.rs`, "Runs"). `m` when there is none.
+    fn listing_cut(&self, shift: u32) -> usize {
+        let from = halfway(&self.cand_ptr);
+        (self.parked.rows[from..].iter())
+            .position(|&c| c as u32 > shift)
+            .map_or(self.m, |k| from + k)
+    }
+
+    /// The listing pass of [`Refine::plan_level`] over `rows`: each row's blocks at the current
+    /// level, flagged P or Q, rows with the list of the row before sharing it, parked rows
+    /// listed from their dependencies. Writes each candidate's word (`words`: those of `rows`,
+    /// P: 0, Q: [`UNTESTED`]) and flags the blocks `(probed, is_cand)`. `rows` starts at a row
+    /// that does not continue a run of parked rows. `first`: the lists have room for every
+    /// row's (the other half's are joined to them).
+    fn list_rows(
+        &self,
+        rows: std::ops::Range<usize>,
+        words: &mut [u32],
+        (probed, is_cand): (&mut [u8], &mut [bool]),
+        first: bool,
+    ) -> Result<Listing> {
+        let shift = self.shift;
+        let leaf = shift == 0;
+        let nblocks = (self.n as u64).div_ceil(1u64 << shift) as usize;
+        let base = self.cand_ptr[rows.start];
+        let mut out = Listing::default();
+        // The lists' bounds, per row ordinal r (rows with a probeable candidate, in order): see
+        // `plan_level`.
+        let mut lists: Vec<(u32, u32, u32)> = Vec::new();
+        let bounds = match first {
+            true => self.m + 1,
+            false => rows.len() + 1,
+        };
+        reserve(&mut lists, bounds, "block list bounds")?;
+        let mut listed = 0usize;
+        // Rows dense at this scale: usually none.
+        let mut suspected: Vec<u32> = Vec::new();
+        let mut k_idx: Vec<u32> = Vec::new();
+        // A stored row lists its candidates and its dependencies' blocks; a parked row its
+        // dependencies' blocks' children, at most `deps << bits`, reserved as it is listed
+        // (runs of parked rows share one list: the bound for all of them would be most of
+        // the peak after a four-way split). The stored rows' dependencies are shared out by
+        // rows between the halves.
+        let stored_deps = self.dep_idx.len().saturating_sub(self.parked.deps);
+        let share = (stored_deps as u128 * rows.len() as u128 / self.m.max(1) as u128) as usize;
+        let entries = self.cand_ptr[rows.end] - base;
+        reserve(&mut k_idx, entries + share, "block lists")?;
+        let (mut max_q, mut work) = (0usize, 0u64);
+        // The longest row list: whether the coloring may keep tallies (`conflicts.rs`).
+        let mut longest = 0usize;
+        // The most blocks one row makes pairwise conflict at the last level: its P blocks and
+        // one Q block.
+        let mut max_clique = 0usize;
+        // The last parked row listed: its row, its list's length and P blocks.
+        let mut last_parked = (usize::MAX, 0usize, 0usize);
+        let mut skip_to = rows.start;
+        for i in rows.clone() {
+            if i < skip_to {
+                continue;
+            }
+            let code = self.parked.rows[i];
+            if code as u32 <= shift {
+                // Parked rows with the blocks of the parked row before (their codes say so):
+                // its list, weighted by their count.
+                let end = (self.parked.rows[i..rows.end].iter())
+                    .position(|&c| c as u32 > shift)
+                    .map_or(rows.end, |k| i + k);
+                let w = end - i;
+                let (last, last_len, last_p) = last_parked;
+                debug_assert_eq!(last + 1, i);
+                last_parked.0 = end - 1;
+                if last_p > 0 {
+                    lists.last_mut().unwrap().2 += w as u32;
+                    listed += w * last_len;
+                    work += (w * last_len * last_len) as u64;
+                    out.listed_p += w * last_p;
+                    let list = lists.len() as u32 - 1;
+                    extend_span(&mut out.spans, i as u32, w as u32, list)?;
+                }
+                skip_to = end;
+                continue;
+            }
+            let (a, b) = (self.cand_ptr[i], self.cand_ptr[i + 1]);
+            let parked = code != STORED;
+            if a == b && !parked {
+                continue;
+            }
+            let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
+            let start = k_idx.len();
+            let (mut q, mut any_p) = (0, false);
+            let mut p = 0;
+            if parked {
+                // Its candidates are its dependencies' blocks' children (`parked.rs`).
+                reserve(&mut k_idx, deps.len() << self.bits, "block lists")?;
+                for_each_block(deps, shift, self.bits, self.n, |blk, kind| match kind {
+                    Kind::P => {
+                        is_cand[blk as usize] = true;
+                        probed[blk as usize] = 1;
+                        k_idx.push(blk | P_FLAG);
+                        p += 1;
+                    }
+                    Kind::Q => {
+                        is_cand[blk as usize] = true;
+                        k_idx.push(blk);
+                        q += 1;
+                    }
+                    Kind::Full => {
+                        k_idx.push(blk);
+                        q += 1;
+                    }
+                });
+                out.listed_p += p;
+                any_p = p > 0;
+            } else {
+                let mut d = 0;
+                let mut push_q = |k_idx: &mut Vec<u32>, blk: u32| {
+                    if k_idx.len() == start || *k_idx.last().unwrap() != blk {
+                        k_idx.push(blk);
+                        q += 1;
+                    }
+                };
+                for e in a..b {
+                    let blk = self.cand_idx[e];
+                    is_cand[blk as usize] = true;
+                    while d < deps.len() && deps[d] >> shift < blk {
+                        push_q(&mut k_idx, deps[d] >> shift);
+                        d += 1;
+                    }
+                    if d < deps.len() && deps[d] >> shift == blk {
+                        words[e - base] = UNTESTED; // holds a known dependency
+                        push_q(&mut k_idx, blk);
+                        while d < deps.len() && deps[d] >> shift == blk {
+                            d += 1;
+                        }
+                    } else {
+                        words[e - base] = 0; // probeable; its color is set below
+                        probed[blk as usize] = 1;
+                        k_idx.push(blk | P_FLAG);
+                        any_p = true;
+                        p += 1;
+                    }
+                }
+                while d < deps.len() {
+                    push_q(&mut k_idx, deps[d] >> shift);
+                    d += 1;
+                }
+            }
+            if !any_p {
+                k_idx.truncate(start);
+                if parked {
+                    last_parked = (i, 0, 0);
+                }
+                continue;
+            }
+            let len = k_idx.len() - start;
+            let wide = len >= WIDE_ROW_BLOCKS && 2 * len >= nblocks;
+            if !leaf && ((q >= DENSE_MIN && 4 * q >= 3 * len) || wide) {
+                // Known dependencies in 3/4 of its blocks: dense at this scale. Or blocks in
+                // half of all blocks: the square of its length would outweigh the coloring of
+                // every other row (an arrowhead's dense row at n = 10^5 sent the whole trace to
+                // one probe per column). The row would make the coloring compress nothing; it
+                // is left out of it, and its P blocks are tested only where no Q block of its
+                // shares their probe (below).
+                // (Never a parked row: it has fewer than DENSE_MIN dependencies, and at most
+                // two blocks for each.)
+                debug_assert!(!parked);
+                k_idx.truncate(start);
+                push(&mut suspected, i as u32, "rows")?;
+                continue;
+            }
+            let len = k_idx.len() - start;
+            max_q = max_q.max(q);
+            max_clique = max_clique.max(p + q.min(1));
+            longest = longest.max(len);
+            work += (len * len) as u64;
+            listed += len;
+            let blind = if q == 0 { P_FLAG } else { 0 };
+            // The same list as the row before (a band's rows inside one block, at every level
+            // but the finest): one more row of weight for that list.
+            // A quiet row at the last level: its candidates may share a probe.
+            let quiet = match leaf && q > 0 && self.quiet.get(i).is_some_and(|b| *b) {
+                true => QUIET,
+                false => 0,
+            };
+            let same = lists.last().is_some_and(|&(prev, _, weight)| {
+                let prev_start = (prev & !P_FLAG) as usize;
+                // Element by element: the lists are short, a memcmp call costs more.
+                prev & P_FLAG == blind
+                    && weight & QUIET == quiet
+                    && start - prev_start == len
+                    && (k_idx[prev_start..start].iter())
+                        .zip(&k_idx[start..])
+                        .all(|(a, b)| a == b)
+            });
+            if same {
+                k_idx.truncate(start);
+                lists.last_mut().unwrap().2 += 1;
+            } else {
+                lists.push((start as u32 | blind, start as u32, 1 | quiet));
+            }
+            if parked {
+                extend_span(&mut out.spans, i as u32, 1, lists.len() as u32 - 1)?;
+                last_parked = (i, len, p);
+            }
+        }
+        (out.lists, out.k_idx, out.suspected) = (lists, k_idx, suspected);
+        (out.listed, out.work, out.max_q) = (listed, work, max_q);
+        (out.longest, out.max_clique) = (longest, max_clique);
+        Ok(out)
     }
 
     /// Switches to one probe per column of the candidate blocks; when they are more than the
@@ -613,6 +729,99 @@ fn color_blocks(
         }
     }
     Ok(rows.colors())
+}
+
+/// Writes into each probeable candidate's word (`words`, not [`UNTESTED`]) the color of its
+/// block (`blocks`), that is its probe.
+fn probes_of(words: &mut [u32], blocks: &[u32], color: &[u32]) {
+    for (word, &b) in words.iter_mut().zip(blocks) {
+        if *word != UNTESTED {
+            *word = color[b as usize];
+        }
+    }
+}
+
+/// What the listing pass gives for its rows ([`Refine::list_rows`]); see
+/// [`Refine::plan_level`] for each part.
+#[derive(Default)]
+struct Listing {
+    /// Per list: its start in `k_idx` (with the blind flag), a fill position, its weight (with
+    /// the quiet flag).
+    lists: Vec<(u32, u32, u32)>,
+    k_idx: Vec<u32>,
+    /// Rows dense at this scale, left out of the coloring.
+    suspected: Vec<u32>,
+    /// Runs of parked rows and their lists' ordinals ([`super::super::parked::Parked::spans`]).
+    spans: Vec<(u32, u32, u64)>,
+    /// The length of all rows' lists; the coloring work; the most Q blocks of a row; the
+    /// longest list; the most blocks one row makes conflict at the last level; parked rows'
+    /// P blocks.
+    listed: usize,
+    work: u64,
+    max_q: usize,
+    longest: usize,
+    max_clique: usize,
+    listed_p: usize,
+}
+
+impl Listing {
+    /// Joins the listing of the rows after these: its lists follow, the first merged into the
+    /// last of these when it is the same list (what one pass would have done: the rows with the
+    /// list of the row before share it), and its parked rows' runs point at the joined lists.
+    fn join(&mut self, next: Listing) -> Result<()> {
+        let start_of = |l: &(u32, u32, u32)| (l.0 & !P_FLAG) as usize;
+        let flags = |l: &(u32, u32, u32)| (l.0 & P_FLAG, l.2 & QUIET);
+        let next_len = |r: usize| match next.lists.get(r + 1) {
+            Some(l) => start_of(l),
+            None => next.k_idx.len(),
+        };
+        let same = match (self.lists.last(), next.lists.first()) {
+            (Some(last), Some(head)) => {
+                flags(last) == flags(head)
+                    && self.k_idx[start_of(last)..] == next.k_idx[..next_len(0)]
+            }
+            _ => false,
+        };
+        // The next lists' entries from `skip` on move to the end of these.
+        let skip = match same {
+            true => next_len(0),
+            false => 0,
+        };
+        let offset = self.k_idx.len() as u32;
+        if same {
+            self.lists.last_mut().expect("same").2 += next.lists[0].2 & !QUIET;
+        }
+        // Exactly: an amortized growth would double the largest array of the listing.
+        let more = next.k_idx.len() - skip;
+        self.k_idx
+            .try_reserve_exact(more)
+            .map_err(|_| crate::Error::out_of_memory("block lists", self.k_idx.len() + more))?;
+        self.k_idx.extend_from_slice(&next.k_idx[skip..]);
+        let ordinal = self.lists.len() as u64 - u64::from(same);
+        let from = usize::from(same);
+        reserve(
+            &mut self.lists,
+            next.lists.len() - from,
+            "block list bounds",
+        )?;
+        let moved = |x: u32| x - skip as u32 + offset;
+        self.lists.extend(
+            (next.lists[from..].iter())
+                .map(|&(a, fill, w)| ((a & P_FLAG) | moved(a & !P_FLAG), moved(fill), w)),
+        );
+        for &(i, end, list) in &next.spans {
+            extend_span(&mut self.spans, i, end - i, (list + ordinal) as u32)?;
+        }
+        reserve(&mut self.suspected, next.suspected.len(), "rows")?;
+        self.suspected.extend_from_slice(&next.suspected);
+        self.listed += next.listed;
+        self.work += next.work;
+        self.max_q = self.max_q.max(next.max_q);
+        self.longest = self.longest.max(next.longest);
+        self.max_clique = self.max_clique.max(next.max_clique);
+        self.listed_p += next.listed_p;
+        Ok(())
+    }
 }
 
 /// The indices of the nonzero flags (the probed blocks), in increasing order.

@@ -11,13 +11,21 @@
 //! words the stored row would have had and goes through the same split (`parked.rs`).
 //! [`Refine::absorb`] is the pass of the last level and of one probe per column, where nothing
 //! is split: a changed output there is a proof.
+//!
+//! On two cores a large split runs in two halves of rows at once (`halves.rs`,
+//! [`Refine::split_rows`]): each half writes its own rows' entries, parked codes and quiet
+//! bits, and keeps its own counts; the halves are joined in row order, and the codes of the
+//! rows it parked or wrote back are made again after the join (a code looks at the row
+//! before, which may lie in the other half).
 
 use super::{
     Mode, Refine, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN, DENSE_MIN_BLOCKS, HIT, NONE, PERT, PROBE,
     RESTLESS_PART, UNTESTED, WIDE_BRANCH_BITS,
 };
-use crate::error::{filled, push, reserve, zero_bits, Result};
+use crate::error::{filled, push, reserve, zero_bits, Error, Result};
+use crate::planner::halves::{both, halfway};
 use crate::planner::parked::{for_each_block, shared_from, Kind, ALONE, STORED};
+use bitvec::prelude::*;
 
 impl Refine {
     /// Pushes onto `idx` the children of block `b` (at the current level) at level `s` that
@@ -337,41 +345,167 @@ impl Refine {
             false => BRANCH_BITS.min(self.shift),
         };
         let s = self.shift - bits;
-        let mut ptr = Vec::new();
-        reserve(&mut ptr, self.m + 1, "candidate pointers")?;
-        ptr.push(0);
-        let mut idx = Vec::new();
-        // For the stored rows; a parked row written back reserves its own below.
-        reserve(&mut idx, self.cand_idx.len() << bits, "candidate blocks")?;
-        // The P blocks of the rows that stay parked were all tested, and none changed; those
-        // of rows written back are counted from their words.
-        let mut tested = self.parked.listed_p;
-        let mut changed = 0usize;
+        let next = Next {
+            s,
+            bits,
+            leaf_dense_at: match self.cap {
+                usize::MAX => usize::MAX,
+                cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / 4),
+            },
+            dense_at: match self.cap {
+                usize::MAX => usize::MAX,
+                cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / DENSE_DIVISOR),
+            },
+            hits: &hits,
+        };
+        if s == 0 {
+            self.quiet = zero_bits(self.m, "quiet rows")?;
+        }
+        let parked_before = self.parked.count;
+        // The pass in two halves of rows (`halves.rs`), cut at a row that starts a word of the
+        // quiet rows' bits, so that each half owns its rows' codes, bits and entries. The
+        // first half's entries are made where all of them will be.
+        let m = self.m;
+        let work = m + self.cand_idx.len();
+        let at_once = work >= self.halves_from;
+        let mid = match at_once {
+            true => halfway(&self.cand_ptr) / usize::BITS as usize * usize::BITS as usize,
+            false => m,
+        };
+        let mut codes = std::mem::take(&mut self.parked.rows);
+        let mut quiet = std::mem::take(&mut self.quiet);
+        let (codes_first, codes_second) = codes.split_at_mut(mid);
+        let (quiet_first, quiet_second) = match s == 0 {
+            true => {
+                let words = quiet.as_raw_mut_slice();
+                let cut = match mid == m {
+                    true => words.len(),
+                    false => mid / usize::BITS as usize,
+                };
+                let (a, b) = words.split_at_mut(cut);
+                (BitSlice::from_slice_mut(a), BitSlice::from_slice_mut(b))
+            }
+            false => (BitSlice::empty_mut(), BitSlice::empty_mut()),
+        };
+        let this = &*self;
+        let (first, second) = both(
+            at_once,
+            || this.split_rows(0..mid, &next, (codes_first, quiet_first), true),
+            || this.split_rows(mid..m, &next, (codes_second, quiet_second), false),
+        );
+        self.parked.rows = codes;
+        self.quiet = quiet;
+        let (mut first, second) = (first?, second?);
+        // The halves joined in row order.
+        let mut ptr = std::mem::take(&mut first.ends);
+        let mut idx = std::mem::take(&mut first.idx);
+        let offset = idx.len();
+        reserve(&mut ptr, second.ends.len(), "candidate pointers")?;
+        ptr.extend(second.ends.iter().map(|&e| e + offset));
+        // Exactly: an amortized growth would double the largest array of the split.
+        idx.try_reserve_exact(second.idx.len())
+            .map_err(|_| Error::out_of_memory("candidate blocks", idx.len() + second.idx.len()))?;
+        idx.extend_from_slice(&second.idx);
+        let (mut tested, mut changed) = (self.parked.listed_p, 0usize);
+        let (mut quiet_rows, mut restless, mut written_back) = (0usize, 0usize, 0usize);
+        for part in [&first, &second] {
+            tested = tested + part.tested - part.untested;
+            changed += part.changed;
+            quiet_rows += part.quiet;
+            restless += part.restless;
+            written_back += part.written_back;
+            self.parked.count = self.parked.count + part.parked - part.unparked;
+            self.parked.deps = self.parked.deps + part.deps_parked - part.deps_unparked;
+            self.parked.span = self.parked.span.max(part.span);
+            reserve(&mut self.dense, part.dense.len(), "dense rows")?;
+            self.dense.extend_from_slice(&part.dense);
+        }
+        // A parked row's code: from which level on it has the blocks of the row before.
+        for &t in first.touched.iter().chain(&second.touched) {
+            for r in [t as usize, t as usize + 1] {
+                if r < self.m && self.parked.is_parked(r) {
+                    self.parked.rows[r] = match r > 0 && self.parked.is_parked(r - 1) {
+                        true => shared_from(self.deps(r), self.deps(r - 1)),
+                        false => ALONE,
+                    };
+                }
+            }
+        }
+        drop((first, second));
+        if RESTLESS_PART * restless > quiet_rows + restless {
+            // Rows still learning: a quiet one may well hold an unknown dependency too.
+            self.quiet = Default::default();
+        }
+        self.all_quiet = s == 0 && restless == 0;
+        debug_assert_eq!(ptr.len(), self.m + 1);
+        if 2 * written_back > parked_before && 8 * parked_before >= self.m {
+            // Most parked rows came back. Once (a 2-D stencil's rows at the level where their
+            // neighbours a grid line away leave their blocks) they park again as they are
+            // split; twice (a band's rows learn one dependency a probe for many levels),
+            // parking costs more than it saves on this pattern (`parked.rs`).
+            self.parked.mass_returns = self.parked.mass_returns.saturating_add(1);
+            self.parked.enabled = self.parked.mass_returns < 2;
+        }
+        drop(hits);
+        self.release_merged();
+        if tested > 0 {
+            self.last_hit_rate = changed as f64 / tested as f64;
+        }
+        self.cand_ptr = ptr;
+        // Reserved for every block splitting; the halves proven empty are not there: give the
+        // rest back (a shrinking reallocation, in place for large arrays).
+        idx.shrink_to_fit();
+        self.cand_idx = idx;
+        // The old array goes before the new one is made: one of them at a time at the peak.
+        self.cand_probe = Vec::new();
+        self.cand_probe = filled(UNTESTED, self.cand_idx.len(), "candidate probes")?;
+        self.shift = s;
+        self.bits = bits;
+        Ok(())
+    }
+
+    /// The split's pass over `rows` ([`Refine::advance`]): each row's surviving candidates
+    /// split into the next level, written back, parked or recognised dense. `codes` and `quiet`
+    /// are the rows' parked codes and quiet bits (from the first row of `rows` on: this pass
+    /// writes them and nothing else of the planner). `first`: the pointers start with the
+    /// first row's start, 0, and have room for every row's (the other half's are joined to
+    /// them).
+    fn split_rows(
+        &self,
+        rows: std::ops::Range<usize>,
+        next: &Next,
+        (codes, quiet): (&mut [u8], &mut BitSlice),
+        first: bool,
+    ) -> Result<SplitRows> {
+        let (s, bits, hits) = (next.s, next.bits, next.hits);
+        let lo = rows.start;
+        let is_parked = |codes: &[u8], i: usize| codes[i - lo] != STORED;
+        let mut out = SplitRows::default();
+        let (mut ptr, mut idx) = (Vec::new(), Vec::new());
+        // The first half's pointers have room for every row's.
+        let pointers = match first {
+            true => self.m + 1,
+            false => rows.len(),
+        };
+        reserve(&mut ptr, pointers, "candidate pointers")?;
+        if first {
+            ptr.push(0);
+        }
+        // For the stored rows; a parked row written back reserves its own below. (The second
+        // half's entries are appended to the first's, whose array then grows by exactly their
+        // number.)
+        let stored = self.cand_ptr[rows.end] - self.cand_ptr[lo];
+        reserve(&mut idx, stored << bits, "candidate blocks")?;
         let mut changed_in: Vec<u32> = Vec::new();
         // A parked row written back: its step's dependencies, the probes it changed in, its
         // entries and words.
         let (mut step_deps, mut probes, mut back_idx, mut back_words) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let (mut h, mut nd, mut nm) = (0, 0, 0);
-        let (parked_before, mut written_back) = (self.parked.count, 0usize);
-        let leaf_dense_at = match self.cap {
-            usize::MAX => usize::MAX,
-            cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / 4),
-        };
-        let dense_at = match self.cap {
-            usize::MAX => usize::MAX,
-            cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / DENSE_DIVISOR),
-        };
-        // Rows parked or written back in this step, whose codes (and their successors') are
-        // made again at the end.
-        let mut touched: Vec<u32> = Vec::new();
-        // Into the last level: the rows quiet in the step just ended, and those that are not.
-        let (mut quiet, mut restless) = (0usize, 0usize);
-        if s == 0 {
-            self.quiet = zero_bits(self.m, "quiet rows")?;
-        }
-        let mut skip_to = 0;
-        for i in 0..self.m {
+        let mut h = hits.partition_point(|&(r, _)| (r as usize) < lo);
+        let from_lo = self.merged.partition_point(|&(r, _)| (r as usize) < lo);
+        let (mut nd, mut nm) = (from_lo, from_lo);
+        let mut skip_to = lo;
+        for i in rows.clone() {
             if i < skip_to {
                 continue;
             }
@@ -388,22 +522,21 @@ impl Refine {
             // (Unless they make it a candidate dense row: recognising one reads its stored
             // candidates. Then it is written back.)
             let dense_now = learned > 0 && self.dep_ptr[i + 1] - self.dep_ptr[i] >= DENSE_MIN;
-            if self.parked.is_parked(i) && !hit && learned > 0 && !dense_now {
-                self.parked.deps += learned;
-                self.parked
-                    .note_span(&self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]]);
-                push(&mut touched, i as u32, "rows")?;
+            if is_parked(codes, i) && !hit && learned > 0 && !dense_now {
+                out.deps_parked += learned;
+                out.note_span(&self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]]);
+                push(&mut out.touched, i as u32, "rows")?;
                 if s > 0 {
                     ptr.push(idx.len());
                     continue;
                 }
-            } else if self.parked.is_parked(i) && !hit && learned == 0 && s > 0 {
+            } else if is_parked(codes, i) && !hit && learned == 0 && s > 0 {
                 // Parked rows up to the next stored row, hit or new dependency: they stay
                 // parked.
-                let next_hit = hits.get(h).map_or(self.m, |&(r, _)| r as usize);
-                let next_new = self.merged.get(nm).map_or(self.m, |&(r, _)| r as usize);
-                let next = next_hit.min(next_new);
-                let stop = (self.parked.rows[i..next].iter())
+                let next_hit = hits.get(h).map_or(rows.end, |&(r, _)| r as usize);
+                let next_new = self.merged.get(nm).map_or(rows.end, |&(r, _)| r as usize);
+                let next = next_hit.min(next_new).min(rows.end);
+                let stop = (codes[i - lo..next - lo].iter())
                     .position(|&c| c == STORED)
                     .map_or(next, |k| i + k);
                 ptr.extend(std::iter::repeat_n(idx.len(), stop - i));
@@ -411,17 +544,17 @@ impl Refine {
                 continue;
             }
             let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
-            let was_parked = self.parked.is_parked(i);
+            let was_parked = is_parked(codes, i);
             if was_parked && !hit && !dense_now {
                 // Into the last level with nothing new: its P blocks were tested (counted in
                 // `tested`) and unchanged, its Q blocks split into their columns that are not
                 // dependencies: the children of its dependencies' blocks, stored.
                 debug_assert_eq!(s, 0);
                 if learned == 0 && !deps.is_empty() {
-                    self.quiet.set(i, true);
-                    quiet += 1;
+                    quiet.set(i - lo, true);
+                    out.quiet += 1;
                 } else {
-                    restless += 1;
+                    out.restless += 1;
                 }
                 reserve(&mut idx, deps.len() << bits, "candidate blocks")?;
                 for_each_block(deps, s, bits, self.n, |b, kind| {
@@ -429,9 +562,9 @@ impl Refine {
                         idx.push(b);
                     }
                 });
-                self.parked.rows[i] = STORED;
-                self.parked.count -= 1;
-                self.parked.deps -= deps.len();
+                codes[i - lo] = STORED;
+                out.unparked += 1;
+                out.deps_unparked += deps.len();
                 ptr.push(idx.len());
                 continue;
             }
@@ -468,12 +601,13 @@ impl Refine {
                 };
                 back_idx.clear();
                 back_words.clear();
-                tested -= self.parked_entries(step, &probes, &mut back_idx, &mut back_words)?;
+                out.untested +=
+                    self.parked_entries(step, &probes, &mut back_idx, &mut back_words)?;
                 reserve(&mut idx, back_idx.len() << bits, "candidate blocks")?;
-                self.parked.rows[i] = STORED;
-                self.parked.count -= 1;
-                self.parked.deps -= step.len();
-                written_back += 1;
+                codes[i - lo] = STORED;
+                out.unparked += 1;
+                out.deps_unparked += step.len();
+                out.written_back += 1;
                 (&back_idx[..], &back_words[..])
             };
             // Recognising a row dense takes DENSE_MIN known dependencies: most rows skip it.
@@ -482,7 +616,7 @@ impl Refine {
                     deps,
                     (blocks, words),
                     s,
-                    (dense_at, leaf_dense_at),
+                    (next.dense_at, next.leaf_dense_at),
                     &mut changed_in,
                 )?;
             let row_start = idx.len();
@@ -496,11 +630,11 @@ impl Refine {
             for (&b, &v) in blocks.iter().zip(words) {
                 let c = v & PROBE;
                 if c != UNTESTED && self.told[c as usize] {
-                    tested += 1;
+                    out.tested += 1;
                     if v & HIT == 0 {
                         continue; // unchanged: every column of the block is zero for row i
                     }
-                    changed += 1;
+                    out.changed += 1;
                     unexplained = unexplained
                         || s > 0
                         || !(deps.iter()).any(|&j| {
@@ -510,7 +644,7 @@ impl Refine {
                 if is_dense {
                     // Recognised dense: the block's columns are kept, not refined.
                     let (start, end) = self.block_range(b, self.shift);
-                    push(&mut self.dense, (i as u32, start, end), "dense rows")?;
+                    push(&mut out.dense, (i as u32, start, end), "dense rows")?;
                     continue;
                 }
                 if may_park {
@@ -530,66 +664,79 @@ impl Refine {
             {
                 // Its children are its dependencies' blocks' children: not stored.
                 idx.truncate(row_start);
-                self.parked.rows[i] = ALONE;
-                self.parked.count += 1;
-                self.parked.deps += deps.len();
-                self.parked.note_span(deps);
+                codes[i - lo] = ALONE;
+                out.parked += 1;
+                out.deps_parked += deps.len();
+                out.note_span(deps);
             }
             if s == 0 && !deps.is_empty() && !is_dense {
                 if !unexplained && learned == 0 {
-                    self.quiet.set(i, true);
-                    quiet += 1;
+                    quiet.set(i - lo, true);
+                    out.quiet += 1;
                 } else {
-                    restless += 1;
+                    out.restless += 1;
                 }
             }
-            if was_parked || self.parked.is_parked(i) {
-                push(&mut touched, i as u32, "rows")?;
+            if was_parked || is_parked(codes, i) {
+                push(&mut out.touched, i as u32, "rows")?;
             }
             ptr.push(idx.len());
         }
-        // A parked row's code: from which level on it has the blocks of the row before.
-        for &t in &touched {
-            for r in [t as usize, t as usize + 1] {
-                if r < self.m && self.parked.is_parked(r) {
-                    self.parked.rows[r] = match r > 0 && self.parked.is_parked(r - 1) {
-                        true => shared_from(self.deps(r), self.deps(r - 1)),
-                        false => ALONE,
-                    };
-                }
-            }
+        debug_assert!(h == hits.len() || hits[h].0 as usize >= rows.end);
+        (out.ends, out.idx) = (ptr, idx);
+        Ok(out)
+    }
+}
+
+/// What the split into the next level needs besides the planner ([`Refine::split_rows`]).
+struct Next<'a> {
+    /// The next level and the bits of the split.
+    s: u32,
+    bits: u32,
+    /// The dense-row thresholds the cap leaves (module docs of `refine`, "Dense rows").
+    dense_at: usize,
+    leaf_dense_at: usize,
+    /// The parked rows' hits of the step, sorted.
+    hits: &'a [(u32, u32)],
+}
+
+/// What one half of the split's pass gives ([`Refine::split_rows`]): its rows' entries and the
+/// counts the planner keeps, joined in row order by [`Refine::advance`].
+#[derive(Default)]
+struct SplitRows {
+    /// The end of each row's entries in `idx` (the first half's start with a 0).
+    ends: Vec<usize>,
+    idx: Vec<u32>,
+    /// Candidate entries tested in the step, and of those taken back (a written-back row's
+    /// P blocks, counted already as parked rows' listed ones), and changed.
+    tested: usize,
+    untested: usize,
+    changed: usize,
+    /// Rows parked and unparked, and their dependencies.
+    parked: usize,
+    unparked: usize,
+    deps_parked: usize,
+    deps_unparked: usize,
+    /// The widest spread of a parked row's dependencies ([`crate::planner::parked::Parked::span`]).
+    span: u32,
+    /// Parked rows written back.
+    written_back: usize,
+    /// Rows into the last level quiet, and not.
+    quiet: usize,
+    restless: usize,
+    /// Rows parked, kept parked with new dependencies or written back: their codes are made
+    /// again.
+    touched: Vec<u32>,
+    /// Columns kept for rows recognised dense.
+    dense: Vec<(u32, u32, u32)>,
+}
+
+impl SplitRows {
+    /// Notes the dependencies of a row parked, or kept parked with new ones, in `span`.
+    fn note_span(&mut self, deps: &[u32]) {
+        if let (Some(&first), Some(&last)) = (deps.first(), deps.last()) {
+            self.span = self.span.max(last - first);
         }
-        if RESTLESS_PART * restless > quiet + restless {
-            // Rows still learning: a quiet one may well hold an unknown dependency too.
-            self.quiet = Default::default();
-        }
-        self.all_quiet = s == 0 && restless == 0;
-        debug_assert_eq!(h, hits.len());
-        debug_assert_eq!(ptr.len(), self.m + 1);
-        if 2 * written_back > parked_before && 8 * parked_before >= self.m {
-            // Most parked rows came back. Once (a 2-D stencil's rows at the level where their
-            // neighbours a grid line away leave their blocks) they park again as they are
-            // split; twice (a band's rows learn one dependency a probe for many levels),
-            // parking costs more than it saves on this pattern (`parked.rs`).
-            self.parked.mass_returns = self.parked.mass_returns.saturating_add(1);
-            self.parked.enabled = self.parked.mass_returns < 2;
-        }
-        drop(hits);
-        self.release_merged();
-        if tested > 0 {
-            self.last_hit_rate = changed as f64 / tested as f64;
-        }
-        self.cand_ptr = ptr;
-        // Reserved for every block splitting; the halves proven empty are not there: give the
-        // rest back (a shrinking reallocation, in place for large arrays).
-        idx.shrink_to_fit();
-        self.cand_idx = idx;
-        // The old array goes before the new one is made: one of them at a time at the peak.
-        self.cand_probe = Vec::new();
-        self.cand_probe = filled(UNTESTED, self.cand_idx.len(), "candidate probes")?;
-        self.shift = s;
-        self.bits = bits;
-        Ok(())
     }
 }
 
