@@ -322,6 +322,9 @@ pub struct Refine {
     /// The current level's rows lie far apart (`level.rs`, `scattered`): the tells ask for a
     /// changed row's words a few rows ahead.
     far: bool,
+    /// The candidates' array the last split let go, emptied: the next level's lists are made
+    /// in it, its pages already mapped (it is let go when no level follows).
+    spare: Vec<u32>,
     /// The work (rows plus entries) from which a pass over the rows runs in two halves at
     /// once (`halves.rs`): [`HALVES_MIN_WORK`] on two cores or more, never on one.
     halves_from: usize,
@@ -385,6 +388,7 @@ impl Refine {
             quiet: BitVec::new(),
             all_quiet: false,
             far: false,
+            spare: Vec::new(),
             halves_from: match super::halves::two_cores() {
                 true => HALVES_MIN_WORK,
                 false => usize::MAX,
@@ -457,6 +461,7 @@ impl Planner for Refine {
         loop {
             if self.cand_idx.is_empty() && self.parked.count == 0 {
                 self.mode = Mode::Done;
+                self.spare = Vec::new();
                 return Ok(Vec::new());
             }
             if let Some(probes) = self.plan_level()? {

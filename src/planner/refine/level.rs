@@ -85,13 +85,14 @@ impl Refine {
         };
         let mut words = std::mem::take(&mut self.cand_probe);
         let (words_here, words_there) = words.split_at_mut(self.cand_ptr[mid]);
+        let spare = std::mem::take(&mut self.spare);
         let this = &*self;
         let flags_here = (&mut probed[..], &mut is_cand[..]);
         let flags_there = (&mut probed_there[..], &mut is_cand_there[..]);
         let (first, second) = both(
             at_once,
-            || this.list_rows(0..mid, words_here, flags_here, true),
-            || this.list_rows(mid..m, words_there, flags_there, false),
+            || this.list_rows(0..mid, words_here, flags_here, spare, true),
+            || this.list_rows(mid..m, words_there, flags_there, Vec::new(), false),
         );
         self.cand_probe = words;
         let mut listing = first?;
@@ -389,13 +390,15 @@ impl Refine {
     /// level, flagged P or Q, rows with the list of the row before sharing it, parked rows
     /// listed from their dependencies. Writes each candidate's word (`words`: those of `rows`,
     /// P: 0, Q: [`UNTESTED`]) and flags the blocks `(probed, is_cand)`. `rows` starts at a row
-    /// that does not continue a run of parked rows. `first`: the lists have room for every
-    /// row's (the other half's are joined to them).
+    /// that does not continue a run of parked rows. The lists are made in `k_idx` (emptied
+    /// first). `first`: the lists' bounds have room for every row's (the other half's are
+    /// joined to them).
     fn list_rows(
         &self,
         rows: std::ops::Range<usize>,
         words: &mut [u32],
         (probed, is_cand): (&mut [u8], &mut [bool]),
+        mut k_idx: Vec<u32>,
         first: bool,
     ) -> Result<Listing> {
         let shift = self.shift;
@@ -414,8 +417,8 @@ impl Refine {
         let mut listed = 0usize;
         // Rows dense at this scale: usually none.
         let mut suspected: Vec<u32> = Vec::new();
-        let mut k_idx: Vec<u32> = Vec::new();
-        // A stored row lists its candidates and its dependencies' blocks; a parked row its
+        // In `k_idx` (empty; the first half's is the array the last split let go, `spare`),
+        // a stored row lists its candidates and its dependencies' blocks; a parked row its
         // dependencies' blocks' children, at most `deps << bits`, reserved as it is listed
         // (runs of parked rows share one list: the bound for all of them would be most of
         // the peak after a four-way split). The stored rows' dependencies are shared out by
@@ -423,7 +426,14 @@ impl Refine {
         let stored_deps = self.dep_idx.len().saturating_sub(self.parked.deps);
         let share = (stored_deps as u128 * rows.len() as u128 / self.m.max(1) as u128) as usize;
         let entries = self.cand_ptr[rows.end] - base;
-        reserve(&mut k_idx, entries + share, "block lists")?;
+        k_idx.clear();
+        let want = entries + share;
+        if want > k_idx.capacity() {
+            // Exactly: an amortized growth would double what the level lists.
+            k_idx
+                .try_reserve_exact(want)
+                .map_err(|_| crate::Error::out_of_memory("block lists", want))?;
+        }
         let (mut max_q, mut work) = (0usize, 0u64);
         // The longest row list: whether the coloring may keep tallies (`conflicts.rs`).
         let mut longest = 0usize;

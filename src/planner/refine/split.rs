@@ -455,7 +455,9 @@ impl Refine {
         // Reserved for every block splitting; the halves proven empty are not there: give the
         // rest back (a shrinking reallocation, in place for large arrays).
         idx.shrink_to_fit();
-        self.cand_idx = idx;
+        // The old array, emptied, is where the next level's lists are made (`spare`).
+        self.spare = std::mem::replace(&mut self.cand_idx, idx);
+        self.spare.clear();
         // The words in the old words' array, grown or shrunk to exactly their number: one
         // array at a time at the peak, and its pages, already mapped, are not faulted in again
         // at every level (64 MB a level for random 5 per row at n = 10^6).
