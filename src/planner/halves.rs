@@ -18,7 +18,9 @@
 //!
 //! Only large passes are cut ([`HALVES_MIN_WORK`]): a helper thread costs tens of
 //! microseconds to start. Where no second core can be had (one core, or the thread does not
-//! start) both halves run here, one after the other.
+//! start) both halves run here, one after the other. The helper is joined before [`both`]
+//! returns: no thread of the planner outlives a pass, so a driver that forks a worker for the
+//! next evaluation forks no planner thread, and no lock is held across the fork.
 
 /// The work (rows plus stored entries) from which a pass is cut in two: below it, starting a
 /// thread costs about what the half saves.
