@@ -70,6 +70,14 @@ pub(crate) fn reserve<T>(v: &mut Vec<T>, extra: usize, what: &str) -> Result<()>
         .map_err(|_| Error::out_of_memory(what, v.len().saturating_add(extra)))
 }
 
+/// Reserves room for exactly `extra` more elements (no amortized growth: for large arrays whose
+/// final length is known, where doubling would leave up to as much unused) or reports
+/// [`ErrorKind::OutOfMemory`]. Nothing happens when the room is there already.
+pub(crate) fn reserve_exact<T>(v: &mut Vec<T>, extra: usize, what: &str) -> Result<()> {
+    v.try_reserve_exact(extra)
+        .map_err(|_| Error::out_of_memory(what, v.len().saturating_add(extra)))
+}
+
 /// `len` copies of `value`, or [`ErrorKind::OutOfMemory`] naming `what`.
 pub(crate) fn filled<T: Clone>(value: T, len: usize, what: &str) -> Result<Vec<T>> {
     let mut v = Vec::new();

@@ -411,10 +411,17 @@ impl Refine {
     /// The columns `start..end` of block `b` at level `shift` (the last block may be short).
     #[inline]
     fn block_range(&self, b: u32, shift: u32) -> (u32, u32) {
-        let start = (b as u64) << shift;
-        let end = ((b as u64 + 1) << shift).min(self.n as u64);
-        (start as u32, end as u32)
+        block_range(b, shift, self.n)
     }
+}
+
+/// The columns `start..end` of block `b` at level `shift` of `n` columns (the last block may
+/// be short).
+#[inline]
+fn block_range(b: u32, shift: u32, n: usize) -> (u32, u32) {
+    let start = (b as u64) << shift;
+    let end = ((b as u64 + 1) << shift).min(n as u64);
+    (start as u32, end as u32)
 }
 
 /// A tag named `(row, j)`, a dependency the row did not know (`deps`, sorted, would hold it

@@ -27,10 +27,10 @@ use super::conflicts::{
     TALLY_MAX_LIST, UNUSED,
 };
 use super::{
-    Mode, Refine, DENSE_MIN, MIN_BLOCKS_FOR_DENSE_TEST, MIN_BLOCKS_FOR_SCALE_TEST, NONE, P_FLAG,
-    SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
+    block_range, Mode, Refine, DENSE_MIN, MIN_BLOCKS_FOR_DENSE_TEST, MIN_BLOCKS_FOR_SCALE_TEST,
+    NONE, P_FLAG, SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
 };
-use crate::error::{collect, copied, filled, push, reserve, zero_bits, Result};
+use crate::error::{collect, copied, filled, push, reserve, reserve_exact, zero_bits, Result};
 use crate::planner::halves::{both, halfway};
 use crate::planner::parked::{extend_span, for_each_block, Kind, STORED};
 use crate::prefetch::prefetch;
@@ -324,7 +324,7 @@ impl Refine {
             true => (len.saturating_sub(self.n) / 2).min(len),
             false => len,
         };
-        let n = self.n as u64;
+        let n = self.n;
         let (words_here, words_there) = self.cand_probe.split_at_mut(cut);
         let (blocks_here, blocks_there) = self.cand_idx.split_at(cut);
         let (cols, ()) = both(
@@ -332,10 +332,10 @@ impl Refine {
             || {
                 let mut cols: Vec<Vec<u32>> = filled(Vec::new(), colors, "probes")?;
                 for b in (0..nblocks).filter(|&b| probed[b] != 0) {
-                    let (s, e) = ((b as u64) << shift, ((b as u64 + 1) << shift).min(n));
+                    let (s, e) = block_range(b as u32, shift, n);
                     let class = &mut cols[color[b] as usize];
                     reserve(class, (e - s) as usize, "probe columns")?;
-                    class.extend(s as u32..e as u32);
+                    class.extend(s..e);
                 }
                 probes_of(words_here, blocks_here, &color);
                 Ok::<_, crate::Error>(cols)
@@ -427,13 +427,8 @@ impl Refine {
         let share = (stored_deps as u128 * rows.len() as u128 / self.m.max(1) as u128) as usize;
         let entries = self.cand_ptr[rows.end] - base;
         k_idx.clear();
-        let want = entries + share;
-        if want > k_idx.capacity() {
-            // Exactly: an amortized growth would double what the level lists.
-            k_idx
-                .try_reserve_exact(want)
-                .map_err(|_| crate::Error::out_of_memory("block lists", want))?;
-        }
+        // Exactly: an amortized growth would double what the level lists.
+        reserve_exact(&mut k_idx, entries + share, "block lists")?;
         let (mut max_q, mut work) = (0usize, 0u64);
         // The longest row list: whether the coloring may keep tallies (`conflicts.rs`).
         let mut longest = 0usize;
@@ -803,9 +798,7 @@ impl Listing {
         }
         // Exactly: an amortized growth would double the largest array of the listing.
         let more = next.k_idx.len() - skip;
-        self.k_idx
-            .try_reserve_exact(more)
-            .map_err(|_| crate::Error::out_of_memory("block lists", self.k_idx.len() + more))?;
+        reserve_exact(&mut self.k_idx, more, "block lists")?;
         self.k_idx.extend_from_slice(&next.k_idx[skip..]);
         let ordinal = self.lists.len() as u64 - u64::from(same);
         let from = usize::from(same);

@@ -22,7 +22,7 @@ use super::{
     Mode, Refine, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN, DENSE_MIN_BLOCKS, HIT, NONE, PERT, PROBE,
     RESTLESS_PART, UNTESTED, WIDE_BRANCH_BITS,
 };
-use crate::error::{push, reserve, zero_bits, Error, Result};
+use crate::error::{push, reserve, reserve_exact, zero_bits, Result};
 use crate::planner::halves::{both, halfway};
 use crate::planner::parked::{for_each_block, shared_from, Kind, ALONE, STORED};
 use bitvec::prelude::*;
@@ -403,8 +403,7 @@ impl Refine {
         reserve(&mut ptr, second.ends.len(), "candidate pointers")?;
         ptr.extend(second.ends.iter().map(|&e| e + offset));
         // Exactly: an amortized growth would double the largest array of the split.
-        idx.try_reserve_exact(second.idx.len())
-            .map_err(|_| Error::out_of_memory("candidate blocks", idx.len() + second.idx.len()))?;
+        reserve_exact(&mut idx, second.idx.len(), "candidate blocks")?;
         idx.extend_from_slice(&second.idx);
         let (mut tested, mut changed) = (self.parked.listed_p, 0usize);
         let (mut quiet_rows, mut restless, mut written_back) = (0usize, 0usize, 0usize);
@@ -463,13 +462,8 @@ impl Refine {
         // at every level (64 MB a level for random 5 per row at n = 10^6).
         let len = self.cand_idx.len();
         self.cand_probe.clear();
-        match len > self.cand_probe.capacity() {
-            true => self
-                .cand_probe
-                .try_reserve_exact(len)
-                .map_err(|_| Error::out_of_memory("candidate probes", len))?,
-            false => self.cand_probe.shrink_to(len),
-        }
+        reserve_exact(&mut self.cand_probe, len, "candidate probes")?;
+        self.cand_probe.shrink_to(len);
         self.cand_probe.resize(len, UNTESTED);
         self.shift = s;
         self.bits = bits;
