@@ -78,6 +78,7 @@ pub mod driver;
 pub mod error;
 pub mod ffi;
 pub mod fpenv;
+mod halves;
 pub mod hessian;
 pub mod jacobian;
 pub mod loader;

@@ -194,11 +194,15 @@ impl Probe {
         y: &[f64],
         perturbed: &[u32],
         soon: Option<impl Fn(u32)>,
-        mut hit: impl FnMut(u32, Hit),
+        hit: impl FnMut(u32, Hit),
     ) -> usize {
-        for &i in perturbed {
-            hit(i, Hit::Perturbed);
-        }
+        let rows = 0..baseline.len().min(y.len());
+        self.reader()
+            .observe_rows(rows, baseline, y, perturbed, soon, hit)
+    }
+
+    /// The probe made ready to read outputs ([`Reader`]).
+    pub(crate) fn reader(&self) -> Reader<'_> {
         // Large probes: membership by a bitset over the columns (one word per 64) instead of a
         // binary search per changed output; the search when the bitset cannot be allocated.
         let members = match self.cols.last() {
@@ -216,19 +220,67 @@ impl Probe {
             }
             words
         });
-        let col_of = |id: u32| match &members {
+        Reader {
+            probe: self,
+            members,
+        }
+    }
+
+    /// A short description for error messages: the first few tagged inputs (0-based).
+    pub fn describe(&self) -> String {
+        match self.cols.len() {
+            0 => "the baseline evaluation at x0".to_string(),
+            1 => format!("the probe tagging input {}", self.cols[0]),
+            k => {
+                let shown: Vec<String> = self.cols.iter().take(6).map(|c| c.to_string()).collect();
+                let more = if k > 6 { ", ..." } else { "" };
+                format!("the probe tagging {k} inputs ({}{more})", shown.join(", "))
+            }
+        }
+    }
+}
+
+/// A probe made ready to read its outputs: the lookup from a decoded id to the probe's column,
+/// made once and shared by passes over disjoint ranges of rows (one on each core).
+pub(crate) struct Reader<'p> {
+    probe: &'p Probe,
+    /// One bit per column below the probe's last, set for its columns (large probes).
+    members: Option<Vec<u64>>,
+}
+
+impl Reader<'_> {
+    /// The probe's column named by a decoded id, if the id belongs to the probe.
+    fn col_of(&self, id: u32) -> Option<u32> {
+        match &self.members {
             Some(words) => {
                 let c = id - 1;
                 let word = words.get(c as usize / 64).copied().unwrap_or(0);
                 (word >> (c % 64) & 1 != 0).then_some(c)
             }
-            None => self.col_of(id),
-        };
+            None => self.probe.col_of(id),
+        }
+    }
+
+    /// [`Probe::observe_ahead`] over the outputs of `rows` only: `perturbed` holds the
+    /// perturbed rows among them (increasing), `baseline` and `y` all outputs. Passes over
+    /// disjoint ranges call `hit` for the rows the pass over all of them would, range by range.
+    pub(crate) fn observe_rows(
+        &self,
+        rows: std::ops::Range<usize>,
+        baseline: &[f64],
+        y: &[f64],
+        perturbed: &[u32],
+        soon: Option<impl Fn(u32)>,
+        mut hit: impl FnMut(u32, Hit),
+    ) -> usize {
+        for &i in perturbed {
+            hit(i, Hit::Perturbed);
+        }
         let mut via_float = 0;
         let mut report = |i: u32| {
             let h = match codec::decode(y[i as usize]) {
-                Decoded::Tagged(id) => col_of(id).map_or(Hit::Blocked, Hit::Dep),
-                Decoded::ViaFloat(id) => match col_of(id) {
+                Decoded::Tagged(id) => self.col_of(id).map_or(Hit::Blocked, Hit::Dep),
+                Decoded::ViaFloat(id) => match self.col_of(id) {
                     Some(c) => {
                         via_float += 1;
                         Hit::Dep(c)
@@ -241,9 +293,10 @@ impl Probe {
         };
         // The changed outputs pass through a delay line: `soon` hears of each `DELAY` changed
         // outputs before `hit` does, in the same increasing order.
-        let changed = (baseline.iter().zip(y).enumerate())
+        let first = rows.start;
+        let changed = (baseline[rows.clone()].iter().zip(&y[rows]).enumerate())
             .filter(|(_, (&b, &v))| b.is_finite() && b.to_bits() != v.to_bits())
-            .map(|(i, _)| i as u32);
+            .map(|(i, _)| (first + i) as u32);
         let Some(soon) = soon else {
             changed.for_each(report);
             return via_float;
@@ -263,19 +316,6 @@ impl Probe {
             report(line[k % DELAY]);
         }
         via_float
-    }
-
-    /// A short description for error messages: the first few tagged inputs (0-based).
-    pub fn describe(&self) -> String {
-        match self.cols.len() {
-            0 => "the baseline evaluation at x0".to_string(),
-            1 => format!("the probe tagging input {}", self.cols[0]),
-            k => {
-                let shown: Vec<String> = self.cols.iter().take(6).map(|c| c.to_string()).collect();
-                let more = if k > 6 { ", ..." } else { "" };
-                format!("the probe tagging {k} inputs ({}{more})", shown.join(", "))
-            }
-        }
     }
 }
 

@@ -13,7 +13,6 @@
 //! * [`refine::Refine`]: payload-tagged, coarse-to-fine over contiguous blocks.
 
 pub mod chunked;
-mod halves;
 mod parked;
 pub mod refine;
 

@@ -193,13 +193,13 @@
 //! outcomes, the new dependencies merged, the split into the next level, dense rows);
 //! `parked.rs` (beside this file) the rows kept without their candidates.
 
-use super::halves::HALVES_MIN_WORK;
 use super::parked::{span_tests, tests_in, Parked, STORED};
 use super::Planner;
 use crate::error::{filled, push, reserve, Error, Result};
+use crate::halves::{both, halfway, HALVES_MIN_WORK};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
 use crate::prefetch::{prefetch, prefetch_at};
-use crate::probe::{Hit, Probe};
+use crate::probe::{Hit, Probe, Reader};
 use bitvec::prelude::*;
 
 mod conflicts;
@@ -389,7 +389,7 @@ impl Refine {
             all_quiet: false,
             far: false,
             spare: Vec::new(),
-            halves_from: match super::halves::two_cores() {
+            halves_from: match crate::halves::two_cores() {
                 true => HALVES_MIN_WORK,
                 false => usize::MAX,
             },
@@ -443,6 +443,120 @@ fn learned(
     !near(deps.get(at)) && !near(at.checked_sub(1).and_then(|a| deps.get(a)))
 }
 
+/// What a tell reads of the planner for every changed row: its candidates' places, its known
+/// dependencies, whether and how it is parked (shared by the tell's two halves).
+struct Seen<'a> {
+    /// The probe told.
+    k: u32,
+    cand_ptr: &'a [usize],
+    dep_ptr: &'a [usize],
+    dep_idx: &'a [u32],
+    parked: &'a [u8],
+    colors: &'a [u32],
+    spans: &'a [(u32, u32, u64)],
+    shift: u32,
+    bits: u32,
+    n: usize,
+    far: bool,
+}
+
+/// What one half of a tell writes: the candidates of its rows (marked where they changed), the
+/// dependencies learned and the parked rows' outcomes (both sorted before use: the halves'
+/// lists are joined end to end).
+struct TellHalf<'a> {
+    /// The candidates' words of the half's rows, from `base` in the whole array.
+    cand_probe: &'a mut [u32],
+    base: usize,
+    /// Where [`span_tests`] left off.
+    cursor: usize,
+    new_deps: &'a mut Vec<(u32, u32)>,
+    hits: &'a mut Vec<(u32, u32)>,
+    /// Cleared when a list could not grow.
+    room: bool,
+}
+
+impl<'a> TellHalf<'a> {
+    fn new(
+        cand_probe: &'a mut [u32],
+        base: usize,
+        cursor: usize,
+        new_deps: &'a mut Vec<(u32, u32)>,
+        hits: &'a mut Vec<(u32, u32)>,
+    ) -> Self {
+        TellHalf {
+            cand_probe,
+            base,
+            cursor,
+            new_deps,
+            hits,
+            room: true,
+        }
+    }
+
+    /// Reads the outputs of `rows` ([`Reader::observe_rows`]); returns how many ids came back
+    /// through single precision.
+    fn observe(
+        &mut self,
+        seen: &Seen,
+        reader: &Reader,
+        rows: std::ops::Range<usize>,
+        baseline: &[f64],
+        y: &[f64],
+        perturbed: &[u32],
+    ) -> usize {
+        // A changed row's candidate words and dependencies lie scattered on patterns without
+        // locality: asked for a few changed rows ahead. Not when they lie close together: the
+        // asking cost tridiagonal 10^6 5%.
+        let (cand_at, base) = (self.cand_probe.as_ptr(), self.base);
+        let soon = |i: u32| {
+            let i = i as usize;
+            prefetch_at(cand_at.wrapping_add(seen.cand_ptr[i] - base));
+            prefetch(seen.dep_idx, seen.dep_ptr[i]);
+        };
+        let soon = seen.far.then_some(soon);
+        reader.observe_rows(rows, baseline, y, perturbed, soon, |i, hit| {
+            self.take(seen, i, hit)
+        })
+    }
+
+    /// What output `i` showed: `hit`.
+    #[inline]
+    fn take(&mut self, seen: &Seen, i: u32, hit: Hit) {
+        let iu = i as usize;
+        let deps = &seen.dep_idx[seen.dep_ptr[iu]..seen.dep_ptr[iu + 1]];
+        // A probe holding a known dependency of the row re-reports it: skip those. A new
+        // dependency in a block that holds a known one changes none of a parked row's blocks:
+        // only one elsewhere calls the row back.
+        let new_elsewhere = match hit {
+            Hit::Dep(j) => match deps.binary_search(&j) {
+                Ok(_) => false,
+                Err(at) => learned(self.new_deps, &mut self.room, (i, j), deps, at, seen.shift),
+            },
+            _ => false,
+        };
+        if seen.parked[iu] != STORED {
+            // What the stored row would mark: its P blocks in this probe changed.
+            let tested = match seen.spans.is_empty() {
+                false => span_tests(seen.spans, i, seen.k, &mut self.cursor),
+                true => tests_in(seen.colors, deps, seen.shift, seen.bits, seen.n, seen.k),
+            };
+            if new_elsewhere || tested {
+                self.room &= push(self.hits, (i, seen.k), "parked rows' outcomes").is_ok();
+            }
+            return;
+        }
+        let mark = match hit {
+            Hit::Perturbed => HIT | PERT,
+            _ => HIT,
+        };
+        let row =
+            &mut self.cand_probe[seen.cand_ptr[iu] - self.base..seen.cand_ptr[iu + 1] - self.base];
+        for v in row.iter_mut().filter(|v| **v & PROBE == seen.k) {
+            *v |= mark;
+        }
+    }
+}
+
 impl Planner for Refine {
     fn ask(&mut self) -> Result<Vec<Probe>> {
         match self.mode {
@@ -481,84 +595,86 @@ impl Planner for Refine {
     fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> Result<usize> {
         self.told[k] = true;
         self.spent += 1;
-        let mode = self.mode;
-        let (new_deps, pert_deps) = (&mut self.new_deps, &mut self.pert_deps);
-        let (cand_ptr, cand_probe) = (&self.cand_ptr, &mut self.cand_probe);
-        let (dep_ptr, dep_idx) = (&self.dep_ptr, &self.dep_idx);
-        let (parked, colors, hits, spans) = (
-            &self.parked.rows,
-            &self.parked.colors,
-            &mut self.parked.hits,
-            &self.parked.spans,
-        );
-        let (shift, bits, n) = (self.shift, self.bits, self.n);
-        let mut cursor = 0;
-        let mut room = true;
-        let via_float = if mode == Mode::OneHot {
+        if self.mode == Mode::OneHot {
+            let (new_deps, pert_deps) = (&mut self.new_deps, &mut self.pert_deps);
             let c = probe.cols()[0];
-            probe.observe(&self.baseline, y, perturbed, |i, hit| {
+            let mut room = true;
+            let via_float = probe.observe(&self.baseline, y, perturbed, |i, hit| {
                 room &= push(new_deps, (i, c), "dependencies").is_ok();
                 if hit == Hit::Perturbed {
                     room &= push(pert_deps, (i, c), "dependencies").is_ok();
                 }
-            })
-        } else {
-            // A changed row's candidate words and dependencies lie scattered on patterns
-            // without locality: asked for a few changed rows ahead (the candidate words by
-            // address: the closure below holds them mutably). Not when they lie close
-            // together: the asking cost tridiagonal 10^6 5%.
-            let (far, cand_at) = (self.far, cand_probe.as_ptr());
-            let soon = |i: u32| {
-                let i = i as usize;
-                prefetch_at(cand_at.wrapping_add(cand_ptr[i]));
-                prefetch(dep_idx, dep_ptr[i]);
-            };
-            probe.observe_ahead(
-                &self.baseline,
-                y,
-                perturbed,
-                far.then_some(soon),
-                |i, hit| {
-                    let deps = &dep_idx[dep_ptr[i as usize]..dep_ptr[i as usize + 1]];
-                    // A probe holding a known dependency of the row re-reports it: skip those. A
-                    // new dependency in a block that holds a known one changes none of a parked
-                    // row's blocks: only one elsewhere calls the row back.
-                    let new_elsewhere = match hit {
-                        Hit::Dep(j) => match deps.binary_search(&j) {
-                            Ok(_) => false,
-                            Err(at) => learned(new_deps, &mut room, (i, j), deps, at, shift),
-                        },
-                        _ => false,
-                    };
-                    if parked[i as usize] != STORED {
-                        // What the stored row would mark: its P blocks in this probe changed.
-                        let tested = match spans.is_empty() {
-                            false => span_tests(spans, i, k as u32, &mut cursor),
-                            true => tests_in(colors, deps, shift, bits, n, k as u32),
-                        };
-                        if new_elsewhere || tested {
-                            room &= push(hits, (i, k as u32), "parked rows' outcomes").is_ok();
-                        }
-                        return;
-                    }
-                    let mark = match hit {
-                        Hit::Perturbed => HIT | PERT,
-                        _ => HIT,
-                    };
-                    let row = &mut cand_probe[cand_ptr[i as usize]..cand_ptr[i as usize + 1]];
-                    for v in row.iter_mut().filter(|v| **v & PROBE == k as u32) {
-                        *v |= mark;
-                    }
-                },
-            )
+            });
+            if !room {
+                return Err(Error::out_of_memory("dependencies", self.new_deps.len()));
+            }
+            self.onehot_told.set(c as usize, true);
+            return Ok(via_float);
+        }
+        let rows = self.baseline.len().min(y.len());
+        let reader = probe.reader();
+        let seen = Seen {
+            k: k as u32,
+            cand_ptr: &self.cand_ptr,
+            dep_ptr: &self.dep_ptr,
+            dep_idx: &self.dep_idx,
+            parked: &self.parked.rows,
+            colors: &self.parked.colors,
+            spans: &self.parked.spans,
+            shift: self.shift,
+            bits: self.bits,
+            n: self.n,
+            far: self.far,
         };
+        let (baseline, cand_probe) = (&self.baseline[..], &mut self.cand_probe[..]);
+        let (new_deps, hits) = (&mut self.new_deps, &mut self.parked.hits);
+        let cut = match rows + self.cand_ptr[rows] >= self.halves_from {
+            true => halfway(&self.cand_ptr[..=rows]),
+            false => rows,
+        };
+        let (first_cands, second_cands) = cand_probe.split_at_mut(self.cand_ptr[cut]);
+        let split = perturbed.partition_point(|&i| (i as usize) < cut);
+        let seen = &seen;
+        let reader = &reader;
+        let (first, second) = both(
+            cut < rows,
+            || {
+                let mut half = TellHalf::new(first_cands, 0, 0, new_deps, hits);
+                let via_float =
+                    half.observe(seen, reader, 0..cut, baseline, y, &perturbed[..split]);
+                (via_float, half.room)
+            },
+            || {
+                let (mut deps, mut more_hits) = (Vec::new(), Vec::new());
+                let cursor = seen.spans.partition_point(|s| (s.1 as usize) <= cut);
+                let base = seen.cand_ptr[cut];
+                let mut half = TellHalf::new(second_cands, base, cursor, &mut deps, &mut more_hits);
+                let via_float =
+                    half.observe(seen, reader, cut..rows, baseline, y, &perturbed[split..]);
+                let room = half.room;
+                (via_float, room, deps, more_hits)
+            },
+        );
+        let (via_first, mut room) = first;
+        let (via_second, room_second, deps, more_hits) = second;
+        room &= room_second;
+        if !deps.is_empty() {
+            room &= reserve(&mut self.new_deps, deps.len(), "dependencies").is_ok();
+            self.new_deps.extend_from_slice(&deps);
+        }
+        if !more_hits.is_empty() {
+            room &= reserve(
+                &mut self.parked.hits,
+                more_hits.len(),
+                "parked rows' outcomes",
+            )
+            .is_ok();
+            self.parked.hits.extend_from_slice(&more_hits);
+        }
         if !room {
             return Err(Error::out_of_memory("dependencies", self.new_deps.len()));
         }
-        if mode == Mode::OneHot {
-            self.onehot_told.set(probe.cols()[0] as usize, true);
-        }
-        Ok(via_float)
+        Ok(via_first + via_second)
     }
 
     fn claims(&self, k: usize, probe: &Probe, y: &[f64]) -> bool {
@@ -886,8 +1002,24 @@ mod tests {
                         probe.write_tags(&mut x);
                         f.eval(&x, &mut y).unwrap();
                         probe.restore(&x0, &mut x);
-                        whole.tell(k, probe, &y, &[]).unwrap();
-                        halves.tell(k, &b[k], &y, &[]).unwrap();
+                        // Some unchanged rows reported perturbed, as a verification would.
+                        let perturbed: Vec<u32> = (0..m)
+                            .filter(|&i| {
+                                i % 97 == steps % 97 && y[i].to_bits() == baseline[i].to_bits()
+                            })
+                            .map(|i| i as u32)
+                            .collect();
+                        let a = whole.tell(k, probe, &y, &perturbed).unwrap();
+                        let b = halves.tell(k, &b[k], &y, &perturbed).unwrap();
+                        assert_eq!(a, b);
+                        assert_eq!(whole.cand_probe, halves.cand_probe);
+                        let sorted = |v: &[(u32, u32)]| {
+                            let mut v = v.to_vec();
+                            v.sort_unstable();
+                            v
+                        };
+                        assert_eq!(sorted(&whole.new_deps), sorted(&halves.new_deps));
+                        assert_eq!(sorted(&whole.parked.hits), sorted(&halves.parked.hits));
                     }
                     steps += 1;
                 }

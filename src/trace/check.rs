@@ -37,6 +37,7 @@
 
 use crate::coloring::{self, ColoringOptions, Order};
 use crate::error::{copied, filled, push, reserve, zero_bits, Result};
+use crate::halves::{both, halfway, HALVES_MIN_WORK};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
 use crate::precision::Precision;
 use crate::probe::Probe;
@@ -109,6 +110,9 @@ pub(crate) struct Check {
     /// The median size of f's finite outputs at x0, within a factor of 2 (made on the first
     /// [`Check::tell`]): the least size the curvature allowance takes for an output.
     typical: Option<f64>,
+    /// Rows plus entries from which a class's rows are tested in two halves at once
+    /// (`halves.rs`): [`HALVES_MIN_WORK`] on two cores or more, never on one.
+    halves_from: usize,
 }
 
 impl Check {
@@ -191,6 +195,10 @@ impl Check {
             alarms: zero_bits(m, "rows that failed")?,
             epsilon: f64::EPSILON,
             typical: None,
+            halves_from: match crate::halves::two_cores() {
+                true => HALVES_MIN_WORK,
+                false => usize::MAX,
+            },
         })
     }
 
@@ -292,11 +300,10 @@ impl Check {
         id: usize,
         y: &[f64],
         baseline: &[f64],
-        changed: impl Fn(f64, f64) -> bool,
-        step: impl Fn(usize, usize) -> (f64, f64),
+        changed: impl Fn(f64, f64) -> bool + Sync,
+        step: impl Fn(usize, usize) -> (f64, f64) + Sync,
         slack: f64,
     ) -> Result<()> {
-        let epsilon = self.epsilon;
         let typical = *self.typical.get_or_insert_with(|| typical_size(baseline));
         let class = id / 2;
         let Some(other) = self.first.remove(&class) else {
@@ -317,48 +324,115 @@ impl Check {
             }
             return Ok(());
         }
-        let size = self.classes[class].len();
-        for (i, &b) in baseline.iter().enumerate() {
-            if !b.is_finite() {
-                continue;
-            }
-            let mut in_class = (self.pattern.row(i).iter())
-                .filter(|&&j| self.colors[j as usize] as usize == class)
-                .copied();
-            let (traced, more) = (in_class.next(), in_class.count());
-            let alarm = match traced {
-                None => changed(b, up[i]) || changed(b, down[i]),
-                // Every column of the class is traced for this row: nothing to check.
-                Some(_) if 1 + more == size => false,
-                // A heavy row with several traced columns here: checked by its own class, or
-                // it cannot be checked here.
-                Some(_) if more > 0 => !self.direct[i],
-                Some(j) => {
-                    let ((dx_up, scale), (dx_down, _)) =
-                        (step(up_id, j as usize), step(up_id + 1, j as usize));
-                    if !(up[i].is_finite() && down[i].is_finite()) {
-                        true
-                    } else {
-                        let (g_up, g_down) = ((up[i] - b) / dx_up, (down[i] - b) / dx_down);
-                        let size = b.abs().max(up[i].abs()).max(down[i].abs());
-                        let dx = dx_up.abs().min(dx_down.abs());
-                        // An output near a zero crossing is no smaller in its terms than f's
-                        // other outputs: the allowance takes at least their median size.
-                        let curvature = CURVATURE_ALLOWANCE * size.max(typical) / (scale * scale)
-                            * (dx_up.abs() + dx_down.abs())
-                            / 2.0;
-                        let floor = (64.0 * epsilon * size + 2.0 * slack * b.abs().max(1.0)) / dx
-                            + curvature;
-                        (g_up - g_down).abs()
-                            > SLOPE_TOLERANCE * g_up.abs().max(g_down.abs()) + floor
-                    }
-                }
-            };
-            if alarm {
-                self.alarms.set(i, true);
-            }
+        // Each row on its own: the rows in two halves on two cores when there are many
+        // (`halves.rs`), each listing its rows that fail (usually none).
+        let rows = baseline.len();
+        let cut = match rows + self.pattern.nnz() >= self.halves_from {
+            true => halfway(&self.pattern.row_ptr()[..=rows]),
+            false => rows,
+        };
+        let test = Test {
+            check: self,
+            class,
+            size: self.classes[class].len(),
+            baseline,
+            up,
+            down,
+            up_id,
+            typical,
+            slack,
+        };
+        let (first, second) = both(
+            cut < rows,
+            || test.alarms(0..cut, &changed, &step),
+            || test.alarms(cut..rows, &changed, &step),
+        );
+        for i in first?.into_iter().chain(second?) {
+            self.alarms.set(i as usize, true);
         }
         Ok(())
+    }
+}
+
+/// One class's two evaluations, as the slope test reads them ([`Check::tell`]).
+struct Test<'a> {
+    check: &'a Check,
+    class: usize,
+    /// Columns in the class.
+    size: usize,
+    baseline: &'a [f64],
+    up: &'a [f64],
+    down: &'a [f64],
+    /// The request that stepped up (the next one stepped down).
+    up_id: usize,
+    /// The median size of f's outputs at x0 ([`Check::typical`]).
+    typical: f64,
+    slack: f64,
+}
+
+impl Test<'_> {
+    /// The rows of `rows` that fail (increasing).
+    fn alarms(
+        &self,
+        rows: std::ops::Range<usize>,
+        changed: &impl Fn(f64, f64) -> bool,
+        step: &impl Fn(usize, usize) -> (f64, f64),
+    ) -> Result<Vec<u32>> {
+        let mut failed = Vec::new();
+        for i in rows {
+            if self.fails(i, changed, step) {
+                push(&mut failed, i as u32, "rows that failed")?;
+            }
+        }
+        Ok(failed)
+    }
+
+    /// Whether row `i` fails (the module docs).
+    #[inline]
+    fn fails(
+        &self,
+        i: usize,
+        changed: &impl Fn(f64, f64) -> bool,
+        step: &impl Fn(usize, usize) -> (f64, f64),
+    ) -> bool {
+        let (check, class) = (self.check, self.class);
+        let (b, up, down) = (self.baseline[i], self.up[i], self.down[i]);
+        if !b.is_finite() {
+            return false;
+        }
+        let mut in_class = (check.pattern.row(i).iter())
+            .filter(|&&j| check.colors[j as usize] as usize == class)
+            .copied();
+        let (traced, more) = (in_class.next(), in_class.count());
+        match traced {
+            None => changed(b, up) || changed(b, down),
+            // Every column of the class is traced for this row: nothing to check.
+            Some(_) if 1 + more == self.size => false,
+            // A heavy row with several traced columns here: checked by its own class, or it
+            // cannot be checked here.
+            Some(_) if more > 0 => !check.direct[i],
+            Some(j) => {
+                let ((dx_up, scale), (dx_down, _)) = (
+                    step(self.up_id, j as usize),
+                    step(self.up_id + 1, j as usize),
+                );
+                if !(up.is_finite() && down.is_finite()) {
+                    return true;
+                }
+                let (g_up, g_down) = ((up - b) / dx_up, (down - b) / dx_down);
+                let size = b.abs().max(up.abs()).max(down.abs());
+                let dx = dx_up.abs().min(dx_down.abs());
+                // An output near a zero crossing is no smaller in its terms than f's other
+                // outputs: the allowance takes at least their median size.
+                let curvature = CURVATURE_ALLOWANCE * size.max(self.typical) / (scale * scale)
+                    * (dx_up.abs() + dx_down.abs())
+                    / 2.0;
+                let floor = (64.0 * check.epsilon * size + 2.0 * self.slack * b.abs().max(1.0))
+                    / dx
+                    + curvature;
+                (g_up - g_down).abs() > SLOPE_TOLERANCE * g_up.abs().max(g_down.abs()) + floor
+            }
+        }
     }
 }
 
@@ -389,7 +463,59 @@ fn typical_size(v: &[f64]) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::typical_size;
+    use super::{typical_size, Check};
+
+    /// A linear f over a tridiagonal pattern whose every 37th row also reads a column four
+    /// away, checked against the tridiagonal pattern: those rows fail and no other, the same
+    /// with the rows tested in one pass or in two halves.
+    #[test]
+    fn the_check_flags_the_rows_with_a_missed_dependency_in_one_pass_or_two_halves() {
+        let n = 5000;
+        let traced = crate::testing::banded(n, 1);
+        let extra = |i: usize| (i % 37 == 5).then_some((i + 4) % n);
+        let truth = crate::testing::from_rows(n, n, |i, r| {
+            r.extend(traced.row(i).iter().map(|&j| j as usize));
+            r.extend(extra(i));
+        });
+        let coefficient = |i: usize, j: usize| 1.0 + ((i * 7 + j * 13) % 11) as f64 / 8.0;
+        let baseline: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
+        // Independent steps for each request and input, from a hash.
+        let dx = |id: usize, j: usize| {
+            let r = crate::rng::unit_after(crate::rng::unit_prefix(&[9, id as u64]), j as u64);
+            1e-7 * (0.5 + r) * if id.is_multiple_of(2) { 1.0 } else { -1.0 }
+        };
+        let mut outcomes = Vec::new();
+        for halves_from in [usize::MAX, 0] {
+            let mut check = Check::new(traced.clone()).unwrap();
+            check.halves_from = halves_from;
+            let colors = check.colors.clone();
+            for id in 0..2 * check.classes() {
+                let class = id / 2;
+                let y: Vec<f64> = (0..n)
+                    .map(|i| {
+                        let moved = truth.row(i).iter().map(|&j| j as usize);
+                        let moved = moved.filter(|&j| colors[j] as usize == class);
+                        baseline[i] + moved.map(|j| coefficient(i, j) * dx(id, j)).sum::<f64>()
+                    })
+                    .collect();
+                let changed = |b: f64, v: f64| b.to_bits() != v.to_bits();
+                check
+                    .tell(id, &y, &baseline, changed, |id, j| (dx(id, j), 1.0), 0.0)
+                    .unwrap();
+            }
+            outcomes.push(check.alarms.iter_ones().collect::<Vec<_>>());
+        }
+        // The missed column (i + 4) shares its class with the row's traced i + 1: the slope
+        // test sees it unless the two steps' ratios happen to agree (module docs).
+        let missed: Vec<usize> = (0..n).filter(|&i| extra(i).is_some()).collect();
+        assert_eq!(outcomes[0], outcomes[1]);
+        assert!(outcomes[0].iter().all(|i| missed.contains(i)));
+        assert!(
+            outcomes[0].len() * 100 >= missed.len() * 95,
+            "{}",
+            outcomes[0].len()
+        );
+    }
 
     #[test]
     fn the_typical_size_is_the_median_magnitude_within_a_factor_of_two() {

@@ -634,10 +634,7 @@ impl TraceSession {
 
     /// Whether the verification step changed output `i`: `fin` against the baseline `base`.
     fn changed(&self, base: f64, fin: f64) -> bool {
-        match self.tolerance {
-            0.0 => base.to_bits() != fin.to_bits(),
-            t => !fin.is_finite() || (fin - base).abs() > t * base.abs().max(1.0),
-        }
+        changed_beyond(self.tolerance, base, fin)
     }
 
     /// The outputs `y` (m values) of request `id`. Errors: `id` out of range or told already,
@@ -757,21 +754,19 @@ impl TraceSession {
         // The check asks about a class's two requests only (2 c up, 2 c + 1 down).
         let pair = id - id % 2;
         let (up, down) = (self.magnitudes(pair), self.magnitudes(pair + 1));
+        // What the test reads of the session, shared by the halves of its rows (`check.rs`).
+        let (x0, p) = (&self.x0[..], self.check_precision);
         check.tell(
             id,
             y,
             &self.baseline,
-            |b, v| self.changed(b, v),
+            |b, v| changed_beyond(slack, b, v),
             |id, j| {
                 // The step the black box sees: both ends in its own precision.
-                let p = self.check_precision;
                 debug_assert!(id == pair || id == pair + 1);
                 let r = if id == pair { up(j) } else { down(j) };
-                let moved = Check::value(self.x0[j], id, r, p);
-                (
-                    p.round(moved) - p.round(self.x0[j]),
-                    self.x0[j].abs().max(1.0),
-                )
+                let moved = Check::value(x0[j], id, r, p);
+                (p.round(moved) - p.round(x0[j]), x0[j].abs().max(1.0))
             },
             slack,
         )?;
@@ -1132,4 +1127,13 @@ pub(crate) fn open_journal(
         journal::options_fingerprint(options),
         (function, described),
     )
+}
+
+/// Whether `fin` differs from `base`: bit for bit with no `tolerance`, by more than `tolerance`
+/// relative to `max(|base|, 1)` (or is not finite) with one.
+fn changed_beyond(tolerance: f64, base: f64, fin: f64) -> bool {
+    match tolerance {
+        0.0 => base.to_bits() != fin.to_bits(),
+        t => !fin.is_finite() || (fin - base).abs() > t * base.abs().max(1.0),
+    }
 }

@@ -31,7 +31,7 @@ use super::{
     NONE, P_FLAG, SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
 };
 use crate::error::{collect, copied, filled, push, reserve, reserve_exact, zero_bits, Result};
-use crate::planner::halves::{both, halfway};
+use crate::halves::{both, halfway};
 use crate::planner::parked::{extend_span, for_each_block, Kind, STORED};
 use crate::prefetch::prefetch;
 use crate::probe::Probe;

@@ -23,7 +23,7 @@ use super::{
     RESTLESS_PART, UNTESTED, WIDE_BRANCH_BITS,
 };
 use crate::error::{push, reserve, reserve_exact, zero_bits, Result};
-use crate::planner::halves::{both, halfway};
+use crate::halves::{both, halfway};
 use crate::planner::parked::{for_each_block, shared_from, Kind, ALONE, STORED};
 use bitvec::prelude::*;
 

@@ -1,4 +1,4 @@
-//! The planner's passes over the rows, in two halves on two cores.
+//! Passes over the rows, in two halves on two cores.
 //!
 //! Between two steps the black box is idle and so is the thread that tells its outputs
 //! alongside (`crate::driver::run`): on a machine with two cores one of them sits idle while
@@ -12,6 +12,15 @@
 //! Passes whose steps depend on each other (the greedy coloring, the merge of new
 //! dependencies) stay on one core.
 //!
+//! The tells are cut the same way: the planner's reading of one probe's outputs
+//! (`planner/refine.rs`, each half with its own lists of new dependencies and parked rows'
+//! outcomes, joined end to end: both are sorted before use) and the check's slope test of a
+//! class (`trace/check.rs`, each half listing its rows that fail). A tell runs while the black
+//! box makes the next evaluation, so its halves share the two cores with it: on random 5 per
+//! row at 10^6 (scattered reads, bound by latency) the whole run took 0.965x; on the
+//! tridiagonal (contiguous reads, bound by the memory's bandwidth, which f shares) no gain
+//! showed but where nothing else ran (the check's last class: 10 -> 5 ms).
+//!
 //! Cutting the counting sort that transposes the rows' lists (the blocks below a cut on one
 //! core, those above on the other) was tried and not kept: random 5 per row at 10^6 0.98x,
 //! tridiagonal and the 2-D Bratu residual unchanged; both halves read every list.
@@ -19,8 +28,8 @@
 //! Only large passes are cut ([`HALVES_MIN_WORK`]): a helper thread costs tens of
 //! microseconds to start. Where no second core can be had (one core, or the thread does not
 //! start) both halves run here, one after the other. The helper is joined before [`both`]
-//! returns: no thread of the planner outlives a pass, so a driver that forks a worker for the
-//! next evaluation forks no planner thread, and no lock is held across the fork.
+//! returns: no helper outlives a pass, so a driver that forks a worker for the next evaluation
+//! forks no helper, and no lock is held across the fork.
 
 /// The work (rows plus stored entries) from which a pass is cut in two: below it, starting a
 /// thread costs about what the half saves.
