@@ -111,6 +111,32 @@ impl PatternBuilder {
         self.finish()
     }
 
+    /// The pattern of the rows in CSR form (`row_ptr`: m + 1 pointers; each row's columns
+    /// sorted and distinct), every entry of kind `kind`, on a builder no row was pushed to.
+    /// The arrays become the pattern's as they are, unless some row is stored dense (then they
+    /// are pushed row by row).
+    pub fn finish_csr(
+        mut self,
+        row_ptr: Vec<usize>,
+        col_idx: Vec<u32>,
+        kind: EntryKind,
+    ) -> Result<Pattern> {
+        debug_assert_eq!(self.row_ptr.len(), 1, "rows were pushed before");
+        debug_assert_eq!(row_ptr.len(), self.m + 1);
+        if self.dense.not_any() {
+            self.kinds = crate::error::filled(kind, col_idx.len(), "pattern kinds")?;
+            (self.row_ptr, self.col_idx) = (row_ptr, col_idx);
+            return self.finish();
+        }
+        for i in 0..self.m {
+            let row = &col_idx[row_ptr[i]..row_ptr[i + 1]];
+            if !row.is_empty() {
+                self.push_row(i, row.iter().map(|&j| (j, kind)))?;
+            }
+        }
+        self.finish()
+    }
+
     /// The pattern, with the remaining rows closed.
     pub fn finish(mut self) -> Result<Pattern> {
         self.close_rows_before(self.m)?;
@@ -124,5 +150,43 @@ impl PatternBuilder {
             nonfinite_rows,
             report: TraceReport::default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CSR arrays taken whole give the pattern pushing their rows one by one gives, with
+    /// the rows stored dense filled in either way.
+    #[test]
+    fn csr_rows_taken_whole_build_what_pushing_them_builds() {
+        let (m, n) = (5, 6);
+        let row_ptr = vec![0, 2, 2, 5, 6, 6];
+        let col_idx = vec![1, 4, 0, 2, 5, 3];
+        for dense_row in [None, Some(0), Some(1), Some(4)] {
+            let mut dense = bitvec![0; m];
+            if let Some(i) = dense_row {
+                dense.set(i, true);
+            }
+            let whole = PatternBuilder::new(m, n, dense.clone())
+                .unwrap()
+                .finish_csr(row_ptr.clone(), col_idx.clone(), EntryKind::Traced)
+                .unwrap();
+            let mut pushed = PatternBuilder::new(m, n, dense).unwrap();
+            for i in 0..m {
+                let row = &col_idx[row_ptr[i]..row_ptr[i + 1]];
+                if !row.is_empty() {
+                    let entries = row.iter().map(|&j| (j, EntryKind::Traced));
+                    pushed.push_row(i, entries).unwrap();
+                }
+            }
+            let pushed = pushed.finish().unwrap();
+            assert_eq!(whole.row_ptr(), pushed.row_ptr());
+            assert_eq!(whole.col_idx(), pushed.col_idx());
+            assert_eq!(whole.kinds(), pushed.kinds());
+            let dense_len = dense_row.map_or(0, |i| whole.row(i).len());
+            assert_eq!(dense_len, if dense_row.is_some() { n } else { 0 });
+        }
     }
 }

@@ -723,6 +723,19 @@ impl Planner for Refine {
         self.absorb()?;
         self.merge_deps()?;
         let onehot = self.mode == Mode::OneHot;
+        if !onehot
+            && self.cand_ptr[self.m] == 0
+            && self.pert_deps.is_empty()
+            && self.dense.is_empty()
+        {
+            // Every entry resolved, each a traced dependency (the usual end): the dependencies'
+            // arrays are the pattern's.
+            let (ptr, idx) = (
+                std::mem::take(&mut self.dep_ptr),
+                std::mem::take(&mut self.dep_idx),
+            );
+            return builder.finish_csr(ptr, idx, EntryKind::Traced);
+        }
         self.pert_deps.sort_unstable();
         self.pert_deps.dedup();
         let pert = std::mem::take(&mut self.pert_deps);
