@@ -99,6 +99,8 @@ pub(crate) struct Check {
     direct: BitVec,
     /// Outputs of a class's first evaluation, until its second arrives.
     first: HashMap<usize, Vec<f64>>,
+    /// The buffer of a class whose two evaluations were told, for the next class's first.
+    spare: Option<Vec<f64>>,
     /// Classes evaluated (the first `active` are asked).
     active: usize,
     /// Classes whose two evaluations were told.
@@ -190,6 +192,7 @@ impl Check {
             direct,
             classes,
             first: HashMap::new(),
+            spare: None,
             active: k,
             done: zero_bits(k, "classes told")?,
             alarms: zero_bits(m, "rows that failed")?,
@@ -307,7 +310,12 @@ impl Check {
         let typical = *self.typical.get_or_insert_with(|| typical_size(baseline));
         let class = id / 2;
         let Some(other) = self.first.remove(&class) else {
-            self.first.insert(class, copied(y, "outputs of a check")?);
+            // Into the buffer of a class told before: no new pages for each class.
+            let mut kept = self.spare.take().unwrap_or_default();
+            kept.clear();
+            reserve(&mut kept, y.len(), "outputs of a check")?;
+            kept.extend_from_slice(y);
+            self.first.insert(class, kept);
             return Ok(());
         };
         self.done.set(class, true);
@@ -350,6 +358,7 @@ impl Check {
         for i in first?.into_iter().chain(second?) {
             self.alarms.set(i as usize, true);
         }
+        self.spare = Some(other);
         Ok(())
     }
 }
