@@ -43,6 +43,12 @@ impl Refine {
     pub(super) fn plan_level(&mut self) -> Result<Option<Vec<Probe>>> {
         let shift = self.shift;
         let leaf = shift == 0;
+        if leaf && self.new_deps.is_empty() {
+            // The last level's plan is the trace's peak (its lists and their transpose are the
+            // longest): the emptied allocation kept for the tells' new dependencies is let go
+            // before it (8 MB on the tridiagonal at 10^6), and the last tells grow their own.
+            self.new_deps = Vec::new();
+        }
         let nblocks = (self.n as u64).div_ceil(1u64 << shift) as usize;
         // Byte flags: set once per candidate in the hottest loop, where they beat bit sets.
         // (At the last level, `probed` holds a probed block's first color plus one for the
