@@ -502,6 +502,9 @@ impl Refine {
                 out.listed_p += p;
                 any_p = p > 0;
             } else {
+                // Within what was reserved unless this half holds more than its share of the
+                // stored rows' dependencies.
+                reserve(&mut k_idx, (b - a) + deps.len(), "block lists")?;
                 let mut d = 0;
                 let mut push_q = |k_idx: &mut Vec<u32>, blk: u32| {
                     if k_idx.len() == start || *k_idx.last().unwrap() != blk {
