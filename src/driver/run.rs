@@ -58,8 +58,9 @@
 //! copied into a second buffer. One of the loop's buffers is kept from step to step, the
 //! others are let go before the next `ask`: a buffer made anew each step cost its page faults
 //! and its unmapping each time (tridiagonal 10^6, 15 steps: the whole trace 0.95x with one
-//! kept), and keeping one raises the planner's peak by m values (8 MB at 10^6: the
-//! tridiagonal's 140.1 -> 148.1 MB), where keeping every one would raise it by two.
+//! kept); keeping one raises the planner's peak by m values (8 MB at 10^6: the tridiagonal's
+//! 140.1 -> 148.1 MB), which the last level's plan gives back by letting go of an emptied
+//! allocation (`refine/level.rs`: 139.7 MB), where keeping every one would raise it by two.
 
 use super::{Batch, Evaluation, Executor, Progress};
 use crate::error::{reserve, Error, ErrorKind, Result};
