@@ -17,10 +17,22 @@
 //!   over the row's list, no branch on its length, and one record per row where a list spans
 //!   up to two cache lines. For the coarse levels of patterns without locality, where the
 //!   palette is capped at a few colors while a row's list is long (random 5 per row: a cap of
-//!   12, about 16 blocks a row, visited 16 million times a level at n = 10^6).
+//!   12, about 16 blocks a row, visited 16 million times a level at n = 10^6). Under a cap of
+//!   at most 14 colors the lanes of colors 14 and 15 are free, and the record also holds the
+//!   row's blind flag and weight there: coloring a block then reads one scattered line per
+//!   row, not two (the row's list entry too).
 //!
-//! Both count the same conflicts and pick by the same rule ([`pick`]), so the coloring is the
-//! same either way.
+//! * [`Masks`]: at the last level, where every conflict that counts is hard and a block takes
+//!   the first color with none, only which colors a row's P blocks and which its Q blocks took
+//!   matters, not how many: two 64-bit masks per row, in one 16-byte record (in the space of
+//!   the block lists, as tallies are), with the row's quiet flag in the Q mask's top bit.
+//!   Coloring a block ORs one mask or two per row into the forbidden colors: no loop over the
+//!   row's list, whose length squared, summed over the rows, was the last level's cost
+//!   (random 5 per row at n = 10^6: about 13 blocks a row). Up to 63 colors; a pass that
+//!   needs more gives up ([`Conflicts::choose`] returns `None`) and is made again with lists.
+//!
+//! All count the same conflicts and pick by the same rule ([`pick`]), so the coloring is the
+//! same whichever is used.
 
 use super::P_FLAG;
 use crate::error::{push, Result};
@@ -54,7 +66,8 @@ pub(super) trait Conflicts {
     /// block into slot `slots.0` of its color, each Q block into `slots.1`, weighted by `w`.
     fn count(&mut self, r: usize, slots: (usize, usize), w: u32);
     /// The color for the block whose conflicts were counted ([`pick`]); clears the counts.
-    fn choose(&mut self, cap: usize) -> Result<u32>;
+    /// `None` when that color is one more than this representation can hold ([`Masks`]).
+    fn choose(&mut self, cap: usize) -> Result<Option<u32>>;
     /// Notes that a block of row r, of kind `p_flag` (`P_FLAG` or 0), took color `c`.
     fn add(&mut self, r: usize, c: u32, p_flag: u32);
     /// The colors used so far.
@@ -124,7 +137,7 @@ impl Conflicts for Lists<'_> {
     }
 
     #[inline(always)]
-    fn choose(&mut self, cap: usize) -> Result<u32> {
+    fn choose(&mut self, cap: usize) -> Result<Option<u32>> {
         let mut best = (u128::MAX, 0);
         for (c, k) in self.counts.iter_mut().enumerate() {
             let key = key(k[HARD], k[BLIND_SOFT], k[SOFT]);
@@ -134,10 +147,10 @@ impl Conflicts for Lists<'_> {
             *k = [0; 4];
         }
         if let Some(c) = pick(best, self.counts.len(), cap) {
-            return Ok(c);
+            return Ok(Some(c));
         }
         push(&mut self.counts, [0; 4], "colors")?;
-        Ok(self.counts.len() as u32 - 1)
+        Ok(Some(self.counts.len() as u32 - 1))
     }
 
     #[inline(always)]
@@ -178,6 +191,9 @@ const TALLY_WORDS: usize = 2 * TALLY_COLORS / 4;
 /// lists hold at most [`TALLY_MAX_LIST`] blocks (so no lane overflows).
 pub(super) struct Tallies<'a> {
     lists: &'a [(u32, u32, u32)],
+    /// Each row's blind flag and weight are in its record ([`Tallies::new`]), not read from
+    /// `lists`.
+    packed: bool,
     /// Row r's tally, aligned so that none straddles a cache line.
     tallies: &'a mut [[u32; TALLY_WORDS]],
     /// Per slot ([`HARD`], [`BLIND_SOFT`], [`SOFT`], [`UNUSED`]), every color's count: fixed
@@ -194,16 +210,33 @@ impl<'a> Tallies<'a> {
     }
 
     /// Zeroed tallies for the row lists of `lists` (all but its extra last entry), in `space`
-    /// (the block lists, no longer needed: at least [`Tallies::space`] words); `None` when it
-    /// is shorter.
-    pub fn new(lists: &'a [(u32, u32, u32)], space: &'a mut [u32]) -> Option<Self> {
+    /// (the block lists, no longer needed: at least [`Tallies::space`] words), for a palette
+    /// capped at `cap` colors; `None` when the space is shorter. Under a cap of at most
+    /// [`PACKED_CAP`] each row's blind flag and weight go into the free lanes of its record
+    /// (the weight's top bit must be clear, as it is but for a quiet row of the last level,
+    /// which keeps lists): upper halves of the P and the Q half's last words.
+    pub fn new(lists: &'a [(u32, u32, u32)], space: &'a mut [u32], cap: usize) -> Option<Self> {
         let rows = lists.len().saturating_sub(1);
         let skip = ((space.as_ptr() as usize).wrapping_neg() % (4 * TALLY_WORDS)) / 4;
         let tallies = space.get_mut(skip..skip + TALLY_WORDS * rows)?;
-        tallies.fill(0);
         let (tallies, _) = tallies.as_chunks_mut::<TALLY_WORDS>();
+        let wanted = cap <= PACKED_CAP;
+        let mut packed = wanted;
+        for (t, l) in tallies.iter_mut().zip(lists) {
+            *t = [0; TALLY_WORDS];
+            if packed {
+                packed = l.2 & P_FLAG == 0;
+                let v = (l.0 & P_FLAG) | l.2;
+                (t[PACKED_LOW], t[PACKED_HIGH]) = (v << 16, v & 0xffff_0000);
+            }
+        }
+        if wanted && !packed {
+            // A weight too large: the rows packed so far are emptied again.
+            tallies.fill([0; TALLY_WORDS]);
+        }
         Some(Tallies {
             lists,
+            packed,
             tallies,
             counts: [[0; TALLY_COLORS]; 4],
             len: 0,
@@ -213,11 +246,19 @@ impl<'a> Tallies<'a> {
     /// The colors holding one of row r's P blocks, as bits.
     pub fn p_mask(&self, r: usize) -> u64 {
         let lanes = lanes(&self.tallies[r][..TALLY_WORDS / 2]);
-        (lanes.iter().enumerate())
+        (lanes.iter().take(self.len).enumerate())
             .filter(|(_, &k)| k != 0)
             .fold(0, |mask, (c, _)| mask | 1 << c)
     }
 }
+
+/// The most colors under which [`Tallies`] keep a row's blind flag and weight in its record:
+/// colors 14 and 15 then never take a block, and their P and Q lanes (the upper halves of the
+/// words [`PACKED_LOW`] and [`PACKED_HIGH`]) hold the low and high 16 bits of
+/// `blind flag | weight`. Counting adds those lanes to counts no color reads.
+const PACKED_CAP: usize = TALLY_COLORS - 2;
+const PACKED_LOW: usize = TALLY_WORDS / 2 - 1;
+const PACKED_HIGH: usize = TALLY_WORDS - 1;
 
 /// Half a tally's words as its 16 byte lanes.
 #[inline(always)]
@@ -241,14 +282,23 @@ fn add_scaled(counts: &mut [u32; TALLY_COLORS], tally: [u8; TALLY_COLORS], w: u3
 }
 
 impl Conflicts for Tallies<'_> {
+    /// Row r's blind flag and weight; its start and fill only when they are not packed (the
+    /// coloring reads neither).
     #[inline(always)]
     fn entry(&self, r: usize) -> (u32, u32, u32) {
+        if self.packed {
+            let t = &self.tallies[r];
+            let v = (t[PACKED_LOW] >> 16) | (t[PACKED_HIGH] & 0xffff_0000);
+            return (v & P_FLAG, 0, v & !P_FLAG);
+        }
         self.lists[r]
     }
 
     #[inline(always)]
     fn prefetch_far(&self, r: usize) {
-        prefetch(self.lists, r);
+        if !self.packed {
+            prefetch(self.lists, r);
+        }
         prefetch(self.tallies, r);
     }
 
@@ -264,7 +314,7 @@ impl Conflicts for Tallies<'_> {
     }
 
     #[inline(always)]
-    fn choose(&mut self, cap: usize) -> Result<u32> {
+    fn choose(&mut self, cap: usize) -> Result<Option<u32>> {
         debug_assert!(cap <= TALLY_COLORS);
         let mut best = (u128::MAX, 0);
         for c in 0..self.len {
@@ -279,10 +329,10 @@ impl Conflicts for Tallies<'_> {
         }
         self.counts = [[0; TALLY_COLORS]; 4];
         if let Some(c) = pick(best, self.len, cap) {
-            return Ok(c);
+            return Ok(Some(c));
         }
         self.len += 1;
-        Ok(self.len as u32 - 1)
+        Ok(Some(self.len as u32 - 1))
     }
 
     #[inline(always)]
@@ -293,5 +343,108 @@ impl Conflicts for Tallies<'_> {
 
     fn colors(&self) -> usize {
         self.len
+    }
+}
+
+/// [`Masks`]: the quiet flag of a row's list weight (`level.rs`), kept in bit
+/// [`MASK_COLORS`] of its Q mask.
+pub(super) const QUIET: u32 = 1 << 31;
+
+/// The colors [`Masks`] can hold: bit 63 of a row's Q mask is its quiet flag.
+const MASK_COLORS: u32 = 63;
+
+/// Rows' colors so far as two masks each, for the last level's coloring (module docs): a
+/// row's record is `[P colors low, P colors high, Q colors low, Q colors high]`, 16 bytes,
+/// aligned so that none straddles a cache line.
+pub(super) struct Masks<'a> {
+    records: &'a mut [[u32; 4]],
+    /// The colors the block being colored may not take.
+    forbidden: u64,
+    len: u32,
+}
+
+impl<'a> Masks<'a> {
+    /// The space [`Masks::new`] needs for `rows` row lists, in words.
+    pub fn space(rows: usize) -> usize {
+        // Up to a 16-byte boundary first: 3 words at most.
+        4 * (rows + 1)
+    }
+
+    /// Empty masks for the row lists of `lists` (all but its extra last entry), with each
+    /// row's quiet flag, in `space` (the block lists, no longer needed); `None` when it is
+    /// shorter than [`Masks::space`].
+    pub fn new(lists: &[(u32, u32, u32)], space: &'a mut [u32]) -> Option<Self> {
+        let rows = lists.len().saturating_sub(1);
+        let skip = ((space.as_ptr() as usize).wrapping_neg() % 16) / 4;
+        let records = space.get_mut(skip..skip + 4 * rows)?;
+        let (records, _) = records.as_chunks_mut::<4>();
+        for (m, l) in records.iter_mut().zip(lists) {
+            *m = [0, 0, 0, l.2 & QUIET];
+        }
+        Some(Masks {
+            records,
+            forbidden: 0,
+            len: 0,
+        })
+    }
+}
+
+/// A record's two masks.
+#[inline(always)]
+fn masks_of(m: &[u32; 4]) -> (u64, u64) {
+    let p = u64::from(m[0]) | u64::from(m[1]) << 32;
+    let q = u64::from(m[2]) | u64::from(m[3]) << 32;
+    (p, q)
+}
+
+impl Conflicts for Masks<'_> {
+    /// Row r's quiet flag, with a weight of one (at the last level only whether a color has
+    /// a conflict counts, not how many rows it has); never blind (the last level does not
+    /// ask).
+    #[inline(always)]
+    fn entry(&self, r: usize) -> (u32, u32, u32) {
+        (0, 0, 1 | (self.records[r][3] & QUIET))
+    }
+
+    #[inline(always)]
+    fn prefetch_far(&self, r: usize) {
+        prefetch(self.records, r);
+    }
+
+    #[inline(always)]
+    fn prefetch_near(&self, _: usize) {}
+
+    #[inline(always)]
+    fn count(&mut self, r: usize, (if_p, if_q): (usize, usize), _: u32) {
+        debug_assert!([if_p, if_q].iter().all(|&s| s == HARD || s == UNUSED));
+        let (p, q) = masks_of(&self.records[r]);
+        let q = q & !(1 << MASK_COLORS);
+        // Branch-free: a mask counts when its slot is HARD.
+        let take = |slot: usize, mask: u64| mask & (u64::from(slot == HARD)).wrapping_neg();
+        self.forbidden |= take(if_p, p) | take(if_q, q);
+    }
+
+    #[inline(always)]
+    fn choose(&mut self, _: usize) -> Result<Option<u32>> {
+        let c = (!self.forbidden).trailing_zeros();
+        self.forbidden = 0;
+        if c < self.len {
+            return Ok(Some(c));
+        }
+        if self.len == MASK_COLORS {
+            return Ok(None);
+        }
+        self.len += 1;
+        Ok(Some(self.len - 1))
+    }
+
+    #[inline(always)]
+    fn add(&mut self, r: usize, c: u32, p_flag: u32) {
+        let word = 2 * usize::from(p_flag == 0) + (c / 32) as usize;
+        self.records[r][word] |= 1 << (c % 32);
+    }
+
+    fn colors(&self) -> usize {
+        self.len as usize
     }
 }

@@ -7,8 +7,9 @@
 //! then it decides whether refining still pays (the spending rule, dense rows, the cap: see
 //! the `refine` module docs) and colors the probed blocks greedily in natural order
 //! ([`color_blocks`]), counting each color's hard and soft conflicts with the block being
-//! colored from what its rows' blocks took so far (kept as lists, or at coarse levels of
-//! patterns without locality as tallies: `conflicts.rs`). At the last level it colors them
+//! colored from what its rows' blocks took so far (kept as lists, at coarse levels of
+//! patterns without locality as tallies, at the last level as masks: `conflicts.rs`). At the
+//! last level it colors them
 //! again with quiet rows' candidates sharing probes, and once more class by class (iterated
 //! greedy): the `refine` module docs, "The last level".
 //! [`Refine::start_onehot`] hands out one probe per still-unknown column instead.
@@ -23,14 +24,16 @@
 //! block's color depends on those before it.
 
 use super::conflicts::{
-    p_mask_of_list, restart, Conflicts, Lists, Tallies, BLIND_SOFT, HARD, SOFT, TALLY_COLORS,
-    TALLY_MAX_LIST, UNUSED,
+    p_mask_of_list, restart, Conflicts, Lists, Masks, Tallies, BLIND_SOFT, HARD, QUIET, SOFT,
+    TALLY_COLORS, TALLY_MAX_LIST, UNUSED,
 };
 use super::{
     block_range, Mode, Refine, DENSE_MIN, MIN_BLOCKS_FOR_DENSE_TEST, MIN_BLOCKS_FOR_SCALE_TEST,
     NONE, P_FLAG, SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
 };
-use crate::error::{collect, copied, filled, push, reserve, reserve_exact, zero_bits, Result};
+use crate::error::{
+    collect, copied, filled, push, reserve, reserve_exact, zero_bits, Error, ErrorKind, Result,
+};
 use crate::halves::{both, halfway};
 use crate::planner::parked::{extend_span, for_each_block, Kind, STORED};
 use crate::prefetch::prefetch;
@@ -187,22 +190,23 @@ impl Refine {
             && cap <= TALLY_COLORS
             && longest <= TALLY_MAX_LIST
             && k_idx.len() >= Tallies::space(rows);
-        let colors = if let Some(mut tallies) =
-            tallied.then(|| Tallies::new(&lists, &mut k_idx)).flatten()
+        let colors = if let Some(mut tallies) = tallied
+            .then(|| Tallies::new(&lists, &mut k_idx, cap))
+            .flatten()
         {
             // A coarse level of a pattern without locality: few colors, long scattered lists.
             // Each row keeps a tally of its colors so far instead (`conflicts.rs`), in the
             // space of the block lists (no longer needed; when they are too short for it the
             // rows are few and short, and keep lists): the same coloring, counted per row in
             // a fixed number of vector steps.
-            let colors = color_blocks(
+            let colors = any_count(color_blocks(
                 nonzero(&probed),
                 by_block,
                 &mut tallies,
                 &mut color,
                 (leaf, false),
                 cap,
-            )?;
+            )?)?;
             self.parked.set_masks(|r| Some(tallies.p_mask(r)));
             colors
         } else {
@@ -215,10 +219,11 @@ impl Refine {
             let mut seen = k_idx;
             let any_quiet = leaf && lists.iter().any(|l| l.2 & QUIET != 0);
             let quiet_first = any_quiet && self.all_quiet;
-            let mut colors = color_blocks(
+            // At the last level each pass tries masks first (`conflicts.rs`).
+            let mut colors = color_pass(
                 nonzero(&probed),
                 by_block,
-                &mut Lists::new(&mut lists, &mut seen),
+                (&mut lists, &mut seen),
                 &mut color,
                 (leaf, quiet_first),
                 cap,
@@ -238,11 +243,10 @@ impl Refine {
             let fits_u8 = |colors: usize| colors < u8::MAX as usize;
             if any_quiet && !quiet_first && colors > QUIET_SAVING && fits_u8(colors) {
                 keep_in_probed(&mut probed, &color);
-                restart(&mut lists);
-                let k = color_blocks(
+                let k = color_pass(
                     nonzero(&probed),
                     by_block,
-                    &mut Lists::new(&mut lists, &mut seen),
+                    (&mut lists, &mut seen),
                     &mut color,
                     (leaf, true),
                     cap,
@@ -273,11 +277,10 @@ impl Refine {
                 let order = (1..=colors as u8)
                     .rev()
                     .flat_map(move |c| (0..nblocks).filter(move |&b| probed[b] == c));
-                restart(&mut lists);
-                colors = color_blocks(
+                colors = color_pass(
                     order,
                     by_block,
-                    &mut Lists::new(&mut lists, &mut seen),
+                    (&mut lists, &mut seen),
                     &mut color,
                     (leaf, quiet),
                     cap,
@@ -285,6 +288,8 @@ impl Refine {
             }
             // The probes each run of parked rows is tested in, for the tells.
             // (Colored so far: all its P blocks, every P block being probed, in its fill.)
+            // None at the last level, whose passes may have kept masks instead of lists.
+            debug_assert!(!leaf || self.parked.spans.is_empty());
             self.parked.set_masks(|r| {
                 p_mask_of_list(&seen[(lists[r].0 & !P_FLAG) as usize..lists[r].1 as usize])
             });
@@ -652,8 +657,6 @@ impl Refine {
 
 /// The top bit of a block list's weight (`lists[r].2` in [`Refine::plan_level`]): a quiet row
 /// at the last level.
-const QUIET: u32 = 1 << 31;
-
 /// The last level lets quiet rows' candidates share probes only when that saves at least this
 /// many probes (and a quarter of them): a quiet row that changes in a shared probe costs a
 /// second step.
@@ -673,6 +676,8 @@ const ITERATED_GREEDY_WORK: u64 = 1 << 25;
 /// the rows' colors so far, filled as blocks are colored (`conflicts.rs`). `(leaf, quiet)`: the
 /// last level, and whether quiet rows' candidates may share probes there. Returns the number
 /// of colors.
+///
+/// `None` when `rows` cannot hold the colors the pass needs ([`Masks`] past 63).
 fn color_blocks(
     order: impl Iterator<Item = usize> + Clone,
     (t_ptr, t_idx, far): (&[u32], &[u32], bool),
@@ -680,7 +685,7 @@ fn color_blocks(
     color: &mut [u32],
     (leaf, quiet_ok): (bool, bool),
     cap: usize,
-) -> Result<usize> {
+) -> Result<Option<usize>> {
     let rows_of = |b: usize| t_ptr[b] as usize..t_ptr[b + 1] as usize;
     // Blocks ahead, for the prefetches: at the last levels of a pattern without locality a
     // block has a dozen rows or fewer, scattered, so the next block's rows are asked for while
@@ -736,13 +741,62 @@ fn color_blocks(
             };
             rows.count(r, slots, w & !QUIET);
         }
-        let c = rows.choose(cap)?;
+        let Some(c) = rows.choose(cap)? else {
+            return Ok(None);
+        };
         color[b] = c;
         for &t in rows_b {
             rows.add((t & !P_FLAG) as usize, c, t & P_FLAG);
         }
     }
-    Ok(rows.colors())
+    Ok(Some(rows.colors()))
+}
+
+/// One coloring pass of the probed blocks in `order` with rows keeping lists
+/// ([`color_blocks`]; `lists` from their starts on, `seen` their space); at the last level
+/// with masks first, and with lists again when they cannot hold the colors (`conflicts.rs`).
+/// The coloring is the same either way.
+fn color_pass(
+    order: impl Iterator<Item = usize> + Clone,
+    by_block: (&[u32], &[u32], bool),
+    (lists, seen): (&mut [(u32, u32, u32)], &mut [u32]),
+    color: &mut [u32],
+    (leaf, quiet): (bool, bool),
+    cap: usize,
+) -> Result<usize> {
+    let rows = lists.len().saturating_sub(1);
+    if !leaf || seen.len() < Masks::space(rows) {
+        restart(lists);
+        let mut with_lists = Lists::new(lists, seen);
+        let k = color_blocks(order, by_block, &mut with_lists, color, (leaf, quiet), cap)?;
+        return any_count(k);
+    }
+    // The order is walked twice when masks give up: kept (its blocks, 4 bytes each, against
+    // the 16 of a row's masks in the same space).
+    let order: Vec<u32> = collect(order.map(|b| b as u32), "blocks in order")?;
+    let blocks = || order.iter().map(|&b| b as usize);
+    if let Some(mut masks) = Masks::new(lists, seen) {
+        let k = color_blocks(blocks(), by_block, &mut masks, color, (leaf, quiet), cap)?;
+        if let Some(k) = k {
+            return Ok(k);
+        }
+    }
+    restart(lists);
+    let mut with_lists = Lists::new(lists, seen);
+    let k = color_blocks(
+        blocks(),
+        by_block,
+        &mut with_lists,
+        color,
+        (leaf, quiet),
+        cap,
+    )?;
+    any_count(k)
+}
+
+/// The colors of a pass whose rows hold any number of them (lists; tallies under their cap).
+fn any_count(colors: Option<usize>) -> Result<usize> {
+    colors.ok_or_else(|| Error::new(ErrorKind::Internal, "a coloring pass ran out of colors"))
 }
 
 /// Writes into each probeable candidate's word (`words`, not [`UNTESTED`]) the color of its
@@ -937,11 +991,12 @@ mod tests {
                 (false, false),
                 cap,
             )
+            .unwrap()
             .unwrap();
 
             let spare = rng.below(3 * rows);
             let mut space = vec![u32::MAX; Tallies::space(rows) + spare];
-            let mut tallies = Tallies::new(&lists, &mut space).unwrap();
+            let mut tallies = Tallies::new(&lists, &mut space, cap).unwrap();
             let mut color_t = vec![NONE; nblocks];
             let k_t = color_blocks(
                 nonzero(&probed),
@@ -951,6 +1006,7 @@ mod tests {
                 (false, false),
                 cap,
             )
+            .unwrap()
             .unwrap();
 
             assert_eq!((k_l, &color_l), (k_t, &color_t), "case {case}");
@@ -963,5 +1019,67 @@ mod tests {
                 assert_eq!(p_mask_of_list(list), Some(tallies.p_mask(r)), "row {r}");
             }
         }
+    }
+    /// At the last level a pass colors every block as rows keeping lists do, quiet rows and
+    /// both kinds of pass included, whether the rows' masks hold the colors or the pass has
+    /// to go back to lists (more than 63 colors).
+    #[test]
+    fn the_last_level_colors_with_masks_as_with_lists() {
+        let mut rng = Rng::new(5);
+        let (mut held, mut given_up) = (0, 0);
+        for case in 0..60 {
+            // Some cases few blocks for many long rows: more colors than masks hold.
+            let crowded = case % 3 == 0;
+            let (rows, nblocks) = match crowded {
+                true => (300 + rng.below(200), 60 + rng.below(60)),
+                false => (50 + rng.below(400), 20 + rng.below(300)),
+            };
+            let max_q = rng.below(8);
+            let (mut lists, k_idx, t_ptr, t_idx) = random_lists(&mut rng, rows, nblocks, max_q);
+            for l in &mut lists[..rows] {
+                if rng.below(2) == 0 {
+                    l.2 |= QUIET;
+                }
+            }
+            let by_block = (&t_ptr[..], &t_idx[..], case % 2 == 0);
+            let probed: Vec<u8> = (0..nblocks)
+                .map(|b| u8::from(t_ptr[b + 1] > t_ptr[b]))
+                .collect();
+            for quiet in [false, true] {
+                let (mut by_lists, mut seen) = (lists.clone(), k_idx.clone());
+                let mut expected = vec![NONE; nblocks];
+                let k = color_blocks(
+                    nonzero(&probed),
+                    by_block,
+                    &mut Lists::new(&mut by_lists, &mut seen),
+                    &mut expected,
+                    (true, quiet),
+                    usize::MAX,
+                )
+                .unwrap()
+                .unwrap();
+
+                let (mut again, mut space) = (lists.clone(), k_idx.clone());
+                let mut color = vec![NONE; nblocks];
+                let got = color_pass(
+                    nonzero(&probed),
+                    by_block,
+                    (&mut again, &mut space),
+                    &mut color,
+                    (true, quiet),
+                    usize::MAX,
+                )
+                .unwrap();
+                assert_eq!((got, &color), (k, &expected), "case {case}, quiet {quiet}");
+                match k < 63 {
+                    true => held += 1,
+                    false => given_up += 1,
+                }
+            }
+        }
+        assert!(
+            held >= 40 && given_up >= 4,
+            "{held} held, {given_up} given up"
+        );
     }
 }
