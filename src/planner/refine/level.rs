@@ -766,31 +766,32 @@ fn color_pass(
 ) -> Result<usize> {
     let rows = lists.len().saturating_sub(1);
     if !leaf || seen.len() < Masks::space(rows) {
-        restart(lists);
+        // A coarse level colors once, with the lists as listed (filled from their starts);
+        // the last level's passes after the first start them again.
+        if leaf {
+            restart(lists);
+        }
         let mut with_lists = Lists::new(lists, seen);
         let k = color_blocks(order, by_block, &mut with_lists, color, (leaf, quiet), cap)?;
         return any_count(k);
     }
-    // The order is walked twice when masks give up: kept (its blocks, 4 bytes each, against
-    // the 16 of a row's masks in the same space).
-    let order: Vec<u32> = collect(order.map(|b| b as u32), "blocks in order")?;
-    let blocks = || order.iter().map(|&b| b as usize);
+    // The order is walked again when masks give up.
     if let Some(mut masks) = Masks::new(lists, seen) {
-        let k = color_blocks(blocks(), by_block, &mut masks, color, (leaf, quiet), cap)?;
+        let k = color_blocks(
+            order.clone(),
+            by_block,
+            &mut masks,
+            color,
+            (leaf, quiet),
+            cap,
+        )?;
         if let Some(k) = k {
             return Ok(k);
         }
     }
     restart(lists);
     let mut with_lists = Lists::new(lists, seen);
-    let k = color_blocks(
-        blocks(),
-        by_block,
-        &mut with_lists,
-        color,
-        (leaf, quiet),
-        cap,
-    )?;
+    let k = color_blocks(order, by_block, &mut with_lists, color, (leaf, quiet), cap)?;
     any_count(k)
 }
 
