@@ -346,8 +346,8 @@ impl Conflicts for Tallies<'_> {
     }
 }
 
-/// [`Masks`]: the quiet flag of a row's list weight (`level.rs`), kept in bit
-/// [`MASK_COLORS`] of its Q mask.
+/// The quiet flag of a row's list weight (`level.rs`, and the `refine` module docs, "The last
+/// level"); [`Masks`] keep it in bit [`MASK_COLORS`] of the row's Q mask.
 pub(super) const QUIET: u32 = 1 << 31;
 
 /// The colors [`Masks`] can hold: bit 63 of a row's Q mask is its quiet flag.
