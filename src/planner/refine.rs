@@ -663,18 +663,17 @@ impl Planner for Refine {
         let (via_first, mut room) = first;
         let (via_second, room_second, deps, more_hits) = second;
         room &= room_second;
-        if !deps.is_empty() {
-            room &= reserve(&mut self.new_deps, deps.len(), "dependencies").is_ok();
+        // The second half's lists after the first's, where there is room (no infallible growth).
+        if reserve(&mut self.new_deps, deps.len(), "dependencies").is_ok() {
             self.new_deps.extend_from_slice(&deps);
+        } else {
+            room = false;
         }
-        if !more_hits.is_empty() {
-            room &= reserve(
-                &mut self.parked.hits,
-                more_hits.len(),
-                "parked rows' outcomes",
-            )
-            .is_ok();
+        let outcomes = "parked rows' outcomes";
+        if reserve(&mut self.parked.hits, more_hits.len(), outcomes).is_ok() {
             self.parked.hits.extend_from_slice(&more_hits);
+        } else {
+            room = false;
         }
         if !room {
             return Err(Error::out_of_memory("dependencies", self.new_deps.len()));

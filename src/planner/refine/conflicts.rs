@@ -364,15 +364,9 @@ pub(super) struct Masks<'a> {
 }
 
 impl<'a> Masks<'a> {
-    /// The space [`Masks::new`] needs for `rows` row lists, in words.
-    pub fn space(rows: usize) -> usize {
-        // Up to a 16-byte boundary first: 3 words at most.
-        4 * (rows + 1)
-    }
-
     /// Empty masks for the row lists of `lists` (all but its extra last entry), with each
     /// row's quiet flag, in `space` (the block lists, no longer needed); `None` when it is
-    /// shorter than [`Masks::space`].
+    /// shorter than 4 words a row (after up to 3 to a 16-byte boundary).
     pub fn new(lists: &[(u32, u32, u32)], space: &'a mut [u32]) -> Option<Self> {
         let rows = lists.len().saturating_sub(1);
         let skip = ((space.as_ptr() as usize).wrapping_neg() % 16) / 4;

@@ -655,8 +655,6 @@ impl Refine {
     }
 }
 
-/// The top bit of a block list's weight (`lists[r].2` in [`Refine::plan_level`]): a quiet row
-/// at the last level.
 /// The last level lets quiet rows' candidates share probes only when that saves at least this
 /// many probes (and a quarter of them): a quiet row that changes in a shared probe costs a
 /// second step.
@@ -764,32 +762,25 @@ fn color_pass(
     (leaf, quiet): (bool, bool),
     cap: usize,
 ) -> Result<usize> {
-    let rows = lists.len().saturating_sub(1);
-    if !leaf || seen.len() < Masks::space(rows) {
-        // A coarse level colors once, with the lists as listed (filled from their starts);
-        // the last level's passes after the first start them again.
-        if leaf {
-            restart(lists);
+    if leaf {
+        // Masks, when the lists' space holds them; the order is walked again if they give up.
+        if let Some(mut masks) = Masks::new(lists, seen) {
+            let k = color_blocks(
+                order.clone(),
+                by_block,
+                &mut masks,
+                color,
+                (leaf, quiet),
+                cap,
+            )?;
+            if let Some(k) = k {
+                return Ok(k);
+            }
         }
-        let mut with_lists = Lists::new(lists, seen);
-        let k = color_blocks(order, by_block, &mut with_lists, color, (leaf, quiet), cap)?;
-        return any_count(k);
+        // The last level's passes after the first fill the lists again from their starts (a
+        // coarse level colors once, with the lists as listed).
+        restart(lists);
     }
-    // The order is walked again when masks give up.
-    if let Some(mut masks) = Masks::new(lists, seen) {
-        let k = color_blocks(
-            order.clone(),
-            by_block,
-            &mut masks,
-            color,
-            (leaf, quiet),
-            cap,
-        )?;
-        if let Some(k) = k {
-            return Ok(k);
-        }
-    }
-    restart(lists);
     let mut with_lists = Lists::new(lists, seen);
     let k = color_blocks(order, by_block, &mut with_lists, color, (leaf, quiet), cap)?;
     any_count(k)
@@ -1021,6 +1012,7 @@ mod tests {
             }
         }
     }
+
     /// At the last level a pass colors every block as rows keeping lists do, quiet rows and
     /// both kinds of pass included, whether the rows' masks hold the colors or the pass has
     /// to go back to lists (more than 63 colors).
