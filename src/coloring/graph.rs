@@ -3,17 +3,19 @@
 //! saturation (DSATUR) is reached from here and lives in `saturation.rs`.
 
 use super::buckets::BucketQueue;
+use super::columns::ColumnRows;
 use super::forbidden::first_free;
 use super::Order;
 use crate::error::{collect, filled, reserve, Result};
-use crate::pattern::{Pattern, Transposed};
+use crate::pattern::Pattern;
 use crate::rng::Rng;
 
-/// The pattern's adjacency in both directions, and a marker for distinct neighbours (made
-/// by the first order that walks neighbourhoods: saturation and greedy passes do not need it).
+/// The pattern's adjacency in both directions (its rows, and the rows of each column:
+/// `columns.rs`), and a marker for distinct neighbours (made by the first order that walks
+/// neighbourhoods: saturation and greedy passes do not need it).
 pub(super) struct Graph<'a> {
     p: &'a Pattern,
-    t: Transposed,
+    t: ColumnRows<'a>,
     mark: Vec<u32>,
     generation: u32,
 }
@@ -22,7 +24,7 @@ impl<'a> Graph<'a> {
     pub(super) fn new(p: &'a Pattern) -> Result<Self> {
         Ok(Graph {
             p,
-            t: p.transpose_structure()?,
+            t: ColumnRows::new(p)?,
             mark: Vec::new(),
             generation: 0,
         })
@@ -47,7 +49,7 @@ impl<'a> Graph<'a> {
         }
         let stamp = self.generation;
         self.mark[v] = stamp;
-        for &i in &self.t.row_idx[self.t.col_ptr[v]..self.t.col_ptr[v + 1]] {
+        for &i in self.t.of(v) {
             for &k in self.p.row(i as usize) {
                 if self.mark[k as usize] != stamp {
                     self.mark[k as usize] = stamp;
@@ -92,7 +94,7 @@ impl<'a> Graph<'a> {
         for &v in order {
             let v = v as usize;
             let stamp = v as u32;
-            for &i in &self.t.row_idx[self.t.col_ptr[v]..self.t.col_ptr[v + 1]] {
+            for &i in self.t.of(v) {
                 for &k in self.p.row(i as usize) {
                     let c = color[k as usize];
                     if c != u32::MAX {

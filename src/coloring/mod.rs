@@ -36,7 +36,8 @@
 //! # Cost
 //!
 //! Every order and every greedy pass visits the distance-2 neighbourhoods once:
-//! O(sum over rows of (row length)^2) time, O(nnz + n + m) memory (bucket queues for the dynamic
+//! O(sum over rows of (row length)^2) time, O(nnz + n + m) memory (the transposed structure
+//! unless the pattern is symmetric, bucket queues for the dynamic
 //! orders, stamp arrays for the forbidden colors; saturation keeps a 16-byte record per
 //! column, a buffer as long as the longest walk, a copy of the column lists without repeated
 //! rows when there are some, and for the columns that see more than 64 colors a bit per
@@ -57,10 +58,13 @@
 //!
 //! The problem and its options are here; `graph.rs` holds the algorithm (orders, greedy,
 //! recoloring) over bucket queues (`buckets.rs`) and the forbidden colors' stamps
-//! (`forbidden.rs`); `saturation.rs` the saturation order, tuned
-//! for memory latency, with `seen.rs` for its colors from 64 up; `result.rs` the [`Coloring`].
+//! (`forbidden.rs`), starting each walk from the rows of a column (`columns.rs`: the
+//! transposed structure, or the pattern's own rows when it is structurally symmetric);
+//! `saturation.rs` the saturation order, tuned for memory latency, with `seen.rs` for its
+//! colors from 64 up; `result.rs` the [`Coloring`].
 
 mod buckets;
+mod columns;
 mod forbidden;
 mod graph;
 mod result;

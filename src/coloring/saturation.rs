@@ -48,9 +48,10 @@
 //! column leaves its bucket by swapping with the bucket's last. None of the above changes
 //! which column goes next: the colorings are the ones of the plain algorithm.
 
+use super::columns::ColumnRows;
 use super::seen::Seen;
 use crate::error::{filled, push, reserve, Result};
-use crate::pattern::{Pattern, Transposed};
+use crate::pattern::Pattern;
 
 /// Marks a colored column's `state`; the low bits are then its color.
 const COLORED: u32 = 1 << 31;
@@ -115,20 +116,14 @@ impl Queue {
 
 /// The columns stacked by increasing sum of their rows' lengths less one (stable), and the
 /// largest number of entries in one column's rows (the longest walk).
-fn by_entries_around(p: &Pattern, t: &Transposed) -> Result<(Vec<u32>, usize)> {
+fn by_entries_around(p: &Pattern, t: &ColumnRows) -> Result<(Vec<u32>, usize)> {
     let n = p.cols();
     let mut around = filled(0usize, n, "degrees")?;
     for (v, a) in around.iter_mut().enumerate() {
-        *a = t.row_idx[t.col_ptr[v]..t.col_ptr[v + 1]]
-            .iter()
-            .map(|&i| p.row(i as usize).len() - 1)
-            .sum();
+        *a = (t.of(v).iter()).map(|&i| p.row(i as usize).len() - 1).sum();
     }
     let top = around.iter().copied().max().unwrap_or(0);
-    let walk = (0..n)
-        .map(|v| around[v] + t.col_ptr[v + 1] - t.col_ptr[v])
-        .max()
-        .unwrap_or(0);
+    let walk = (0..n).map(|v| around[v] + t.of(v).len()).max().unwrap_or(0);
     let mut order = crate::error::collect(0..n as u32, "an order")?;
     if top > 4 * n {
         // Long rows: a count per value would outgrow the columns (it is at most nnz).
@@ -149,7 +144,7 @@ fn by_entries_around(p: &Pattern, t: &Transposed) -> Result<(Vec<u32>, usize)> {
     Ok((order, walk))
 }
 
-/// Saturation coloring of the columns of `p` (`t` its transposed structure). Returns the
+/// Saturation coloring of the columns of `p` (`t` the rows of its columns). Returns the
 /// order taken (empty unless `with_order`), the colors and their count.
 ///
 /// # Errors
@@ -159,7 +154,7 @@ fn by_entries_around(p: &Pattern, t: &Transposed) -> Result<(Vec<u32>, usize)> {
 /// columns or more (a color must leave the record's top bit free).
 pub(super) fn saturation(
     p: &Pattern,
-    t: &Transposed,
+    t: &ColumnRows,
     with_order: bool,
 ) -> Result<(Vec<u32>, Vec<u32>, usize)> {
     walk_in_order(p, t, &Walks::new(p, t)?, Reach::of(p), with_order)
@@ -168,7 +163,7 @@ pub(super) fn saturation(
 /// [`saturation`], walking `walks` as suits `reach`.
 fn walk_in_order(
     p: &Pattern,
-    t: &Transposed,
+    t: &ColumnRows,
     walks: &Walks,
     reach: Reach,
     with_order: bool,
@@ -373,13 +368,13 @@ fn prefetch_ahead(p: &Pattern, walks: &Walks, q: &Queue, cols: &[Column]) {
 /// skips only neighbours already met, and the coloring is the one the full walk gives.
 enum Walks<'t> {
     /// No row repeats the one before: the transposed structure as it is.
-    All(&'t Transposed),
+    All(&'t ColumnRows<'t>),
     /// Column pointers and rows of the walks without the repeated rows.
     Distinct(Vec<usize>, Vec<u32>),
 }
 
 impl<'t> Walks<'t> {
-    fn new(p: &Pattern, t: &'t Transposed) -> Result<Self> {
+    fn new(p: &Pattern, t: &'t ColumnRows<'t>) -> Result<Self> {
         let repeats = |i: usize| i > 0 && !p.row(i).is_empty() && p.row(i) == p.row(i - 1);
         let count = (0..p.rows()).filter(|&i| repeats(i)).count();
         if count == 0 {
@@ -394,11 +389,7 @@ impl<'t> Walks<'t> {
         let mut rows = Vec::new();
         reserve(&mut rows, kept, "rows")?;
         for v in 0..p.cols() {
-            rows.extend(
-                t.row_idx[t.col_ptr[v]..t.col_ptr[v + 1]]
-                    .iter()
-                    .filter(|&&i| !repeated[i as usize]),
-            );
+            rows.extend((t.of(v).iter()).filter(|&&i| !repeated[i as usize]));
             ptr[v + 1] = rows.len();
         }
         Ok(Walks::Distinct(ptr, rows))
@@ -407,7 +398,7 @@ impl<'t> Walks<'t> {
     /// Asks for where column `v`'s walk is listed.
     fn prefetch_start(&self, v: usize) {
         match self {
-            Walks::All(t) => crate::prefetch::prefetch(&t.col_ptr, v),
+            Walks::All(t) => crate::prefetch::prefetch(t.starts(), v),
             Walks::Distinct(ptr, _) => crate::prefetch::prefetch(ptr, v),
         }
     }
@@ -415,7 +406,7 @@ impl<'t> Walks<'t> {
     /// Asks for the rows of column `v`'s walk (reads where they are listed).
     fn prefetch_rows(&self, v: usize) {
         match self {
-            Walks::All(t) => crate::prefetch::prefetch(&t.row_idx, t.col_ptr[v]),
+            Walks::All(t) => crate::prefetch::prefetch(t.rows(), t.starts()[v]),
             Walks::Distinct(ptr, rows) => crate::prefetch::prefetch(rows, ptr[v]),
         }
     }
@@ -423,7 +414,7 @@ impl<'t> Walks<'t> {
     #[inline]
     fn rows(&self, v: usize) -> &[u32] {
         match self {
-            Walks::All(t) => &t.row_idx[t.col_ptr[v]..t.col_ptr[v + 1]],
+            Walks::All(t) => t.of(v),
             Walks::Distinct(ptr, rows) => &rows[ptr[v]..ptr[v + 1]],
         }
     }
@@ -455,18 +446,24 @@ mod tests {
             synthetic::banded(200, 3),
             synthetic::random_sparse(200, 200, 5, 1),
         ];
+        // The columns' rows as the transposed structure, and as the pattern's own rows where
+        // it is symmetric (all but the doubled and the random pattern).
         for (k, p) in patterns.iter().enumerate() {
-            let t = p.transpose_structure().unwrap();
-            let walks = Walks::new(p, &t).unwrap();
-            assert_eq!(matches!(walks, Walks::Distinct(..)), k < 3, "pattern {k}");
+            let t = ColumnRows::transposed(p).unwrap();
             let plain = walk_in_order(p, &t, &Walks::All(&t), Reach::Far, true).unwrap();
             assert!(super::super::check(p, &plain.1, plain.2).is_ok());
-            for reach in [Reach::Near, Reach::Far, Reach::FarAndLarge] {
-                assert_eq!(
-                    walk_in_order(p, &t, &walks, reach, true).unwrap(),
-                    plain,
-                    "pattern {k}"
-                );
+            let own = ColumnRows::new(p).unwrap();
+            assert_eq!(matches!(own, ColumnRows::Symmetric(_)), k != 2 && k != 4);
+            for t in [&t, &own] {
+                let walks = Walks::new(p, t).unwrap();
+                assert_eq!(matches!(walks, Walks::Distinct(..)), k < 3, "pattern {k}");
+                for reach in [Reach::Near, Reach::Far, Reach::FarAndLarge] {
+                    assert_eq!(
+                        walk_in_order(p, t, &walks, reach, true).unwrap(),
+                        plain,
+                        "pattern {k}"
+                    );
+                }
             }
         }
     }
@@ -488,9 +485,11 @@ mod tests {
             synthetic::random_sparse(90, 90, 5, 3),
         ];
         for (k, p) in patterns.iter().enumerate() {
-            let t = p.transpose_structure().unwrap();
+            // The stencil and the band are symmetric: colored from their own rows.
+            let t = ColumnRows::new(p).unwrap();
+            let by_columns = p.transpose_structure().unwrap();
             let neighbours = |v: usize| -> Vec<usize> {
-                let mut w: Vec<usize> = (t.row_idx[t.col_ptr[v]..t.col_ptr[v + 1]].iter())
+                let mut w: Vec<usize> = (by_columns.col(v).iter())
                     .flat_map(|&i| p.row(i as usize).iter().map(|&j| j as usize))
                     .filter(|&j| j != v)
                     .collect();
