@@ -15,7 +15,7 @@
 //!
 //! Whether a pattern is symmetric costs one pass over its rows ([`is_symmetric`]) and stops
 //! at the first entry without its mirror, which on a pattern that is not symmetric is
-//! usually the first. On a symmetric pattern the pass reads each entry's mirror: 6-8 ms on the
+//! usually the first. On a symmetric pattern the pass reads each entry's mirror: 6-7 ms on the
 //! stencil at 10^6, where the mirrors lie near; about 100 ms on a symmetric random pattern
 //! (10^6 rows of about 6 scattered entries), where the colorings' walks still gain more
 //! (its default coloring 1.17 -> 1.13 s). Asking for the mirrors ahead there (a prefetch 16

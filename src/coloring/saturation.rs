@@ -397,28 +397,30 @@ impl<'t> Walks<'t> {
         Ok(Walks::Distinct(ptr, rows))
     }
 
+    /// Where each column's walk starts (one more entry than columns), and every walk's rows.
+    #[inline]
+    fn parts(&self) -> (&[usize], &[u32]) {
+        match self {
+            Walks::All(t) => (t.starts(), t.rows()),
+            Walks::Distinct(ptr, rows) => (ptr, rows),
+        }
+    }
+
     /// Asks for where column `v`'s walk is listed.
     fn prefetch_start(&self, v: usize) {
-        match self {
-            Walks::All(t) => crate::prefetch::prefetch(t.starts(), v),
-            Walks::Distinct(ptr, _) => crate::prefetch::prefetch(ptr, v),
-        }
+        crate::prefetch::prefetch(self.parts().0, v);
     }
 
     /// Asks for the rows of column `v`'s walk (reads where they are listed).
     fn prefetch_rows(&self, v: usize) {
-        match self {
-            Walks::All(t) => crate::prefetch::prefetch(t.rows(), t.starts()[v]),
-            Walks::Distinct(ptr, rows) => crate::prefetch::prefetch(rows, ptr[v]),
-        }
+        let (starts, rows) = self.parts();
+        crate::prefetch::prefetch(rows, starts[v]);
     }
 
     #[inline]
     fn rows(&self, v: usize) -> &[u32] {
-        match self {
-            Walks::All(t) => t.of(v),
-            Walks::Distinct(ptr, rows) => &rows[ptr[v]..ptr[v + 1]],
-        }
+        let (starts, rows) = self.parts();
+        &rows[starts[v]..starts[v + 1]]
     }
 }
 
