@@ -1,7 +1,7 @@
 //! A host that ignores SIGCHLD (its children are reaped by the kernel, so `waitpid` cannot
-//! report them) still gets correct isolated and process-pool traces: how an evaluation ended is
-//! read from the worker's shared memory. In its own test binary: the disposition is
-//! process-wide.
+//! report them) still gets correct isolated and process-pool traces, and learns how a worker
+//! died: the workers' children are the spawner's (`src/driver/spawner.rs`), which puts SIGCHLD
+//! back to its default action. In its own test binary: the disposition is process-wide.
 
 use nanprop::{trace, Strategy, TraceOptions};
 use std::time::Duration;
@@ -35,7 +35,7 @@ fn isolated_traces_survive_a_host_that_ignores_sigchld() {
         assert_eq!(p.row(1), &[1, 2]);
         assert_eq!(p.report.failed_columns, [1]);
     }
-    // A worker that dies at a finite point is still named, though its status is lost.
+    // A worker that dies at a finite point is named, with the signal that ended it.
     let mut dies = |x: &[f64], y: &mut [f64]| {
         if x[0] > 1.0 {
             std::process::abort();
@@ -48,5 +48,5 @@ fn isolated_traces_survive_a_host_that_ignores_sigchld() {
         ..Default::default()
     };
     let e = trace(&mut dies, 2, &[1.0, 2.0, 3.0], &options).unwrap_err();
-    assert!(e.message.contains("SIGCHLD"), "{}", e.message);
+    assert!(e.message.contains("killed by SIGABRT"), "{}", e.message);
 }

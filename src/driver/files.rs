@@ -7,7 +7,6 @@
 //! run loop then stops with [`crate::ErrorKind::Waiting`] after handing out the whole step, and
 //! the trace is run again (its journal keeps everything done) once the outputs exist.
 
-use super::worker::Backoff;
 use super::{Batch, Evaluation, Executor};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -145,5 +144,21 @@ impl Executor for Files {
             done(k, Evaluation::Pending)?;
         }
         Ok(())
+    }
+}
+
+/// Waits a little longer each time, up to 5 ms, for the scheduler's output files: cheap for fast
+/// black boxes, idle for slow ones.
+struct Backoff(Duration);
+
+impl Backoff {
+    /// The shortest wait.
+    fn new() -> Self {
+        Backoff(Duration::from_micros(20))
+    }
+    /// Sleeps, then doubles the next wait.
+    fn nap(&mut self) {
+        std::thread::sleep(self.0);
+        self.0 = (self.0 * 2).min(Duration::from_millis(5));
     }
 }

@@ -3,28 +3,36 @@
 //! Legacy codes crash (a NaN turned into an array index), abort, call `exit()`, hang, or enable
 //! floating-point traps and die of SIGFPE. With isolation ([`crate::TraceOptions::isolate`]) or
 //! process workers ([`crate::TraceOptions::processes`]) the black box runs in a child process
-//! forked for each evaluation: the child computes into memory shared with the parent and exits;
-//! the parent polls (with an optional timeout) and turns a signal, an `exit()` or a timeout into
-//! a [`Failure`], which the run loop reports naming the request. The host survives. The
-//! contract checks of [`crate::driver::guard`] run in the parent on the shared memory.
+//! forked for each evaluation: the child computes into memory shared with the host and exits;
+//! the host waits for its end (with an optional timeout) and turns a signal, an `exit()` or a
+//! timeout into a [`Failure`], which the run loop reports naming the request. The host survives.
+//! The contract checks of [`crate::driver::guard`] run in the host on the shared memory.
 //!
-//! Each child starts from the parent's state, so black boxes that are not thread-safe or keep
-//! state (Fortran COMMON blocks, SAVE variables) work, including in loader mode; state a child
-//! changes is not seen by the next evaluation (each starts from the same state, as each probe
-//! should).
+//! The children are forked by the worker's *spawner* (`spawner.rs`), a copy of the host made
+//! when the worker is, which forks a child whenever the host asks and reports how it ended: the
+//! host itself forks once per worker, not once per evaluation (a fork from a host holding a few
+//! hundred megabytes cost the host a page fault on every page it wrote after it: the command
+//! line's isolated tridiagonal trace at n = 10^6 1.6 s -> 0.9 s).
 //!
-//! Cost: one `fork` per evaluation (about a millisecond with a large address space), worth it
-//! when an evaluation takes longer. Unix only.
+//! Each child starts from the host's state when the worker was made (the start of the trace),
+//! so black boxes that are not thread-safe or keep state (Fortran COMMON blocks, SAVE
+//! variables) work, including in loader mode; state a child changes is not seen by the next
+//! evaluation (each starts from the same state, as each probe should).
 //!
-//! A worker dies with its host: the child asks the kernel for SIGKILL when its parent goes
-//! (`PR_SET_PDEATHSIG`, checked against a parent already gone), and sets its own alarm a little
-//! past the time limit, so a hung evaluation ends even if nobody polls it any more.
+//! Cost: one `fork` of the spawner per evaluation, worth it when an evaluation takes longer than
+//! a fraction of a millisecond. Unix only.
+//!
+//! A worker dies with its host: the spawner and each child ask the kernel for SIGKILL when their
+//! parent goes (`PR_SET_PDEATHSIG`, checked against a parent already gone), and a child sets its
+//! own alarm a little past the time limit, so a hung evaluation ends even if nobody watches it
+//! any more.
 //!
 //! The child does nothing but call the black box and `_exit`, so it runs no destructors and
 //! takes no locks of its own; a black box that allocates relies on glibc's fork handlers for
 //! `malloc`, as any forking program does.
 
 use super::guard::{self, GUARD};
+use super::spawner::{Ended, Spawner};
 use super::{BlackBox, Failure};
 use crate::error::{reserve, Error, Result};
 use std::time::{Duration, Instant};
@@ -103,44 +111,66 @@ impl Drop for Shared {
     }
 }
 
-/// One worker: shared memory and the process evaluating in it.
+/// One worker: shared memory, the spawner that forks its children, and the child evaluating.
+/// Dropped, it kills its running child and its spawner (`Spawner`'s drop): a worker still
+/// running when its executor gives up (another evaluation failed) leaves no stray processes,
+/// no zombies.
 pub struct Worker {
     shared: Shared,
     /// The evaluation time limit, which the child also enforces itself (a backstop for a host
     /// that died or stopped polling).
     timeout: Option<Duration>,
-    /// The running child, 0 when none.
-    pid: libc::pid_t,
+    /// Forks the children (made by the first evaluation, and again if it died).
+    spawner: Option<Spawner>,
+    /// Whether a child is running.
+    running: bool,
     started: Instant,
     /// The input as sent, to detect a black box that changes it.
     sent: Vec<f64>,
 }
 
 impl Worker {
-    /// A worker for f: R^n -> R^m whose evaluations may take `timeout`. Errors: the shared
-    /// memory or the input copy cannot be had.
-    pub fn new(n: usize, m: usize, timeout: Option<Duration>) -> Result<Self> {
-        let mut sent = Vec::new();
-        reserve(&mut sent, n, "input snapshot")?;
-        sent.resize(n, 0.0);
-        Ok(Worker {
+    /// A worker for f: R^n -> R^m whose evaluations may take `timeout`, and its spawner
+    /// (`spawner.rs`), a copy of this process as it is now, before the inputs' copy is made:
+    /// the smaller the copy, the cheaper each fork. Errors: the shared memory, the spawner or the
+    /// input copy cannot be had.
+    pub fn new(
+        f: &mut dyn BlackBox,
+        n: usize,
+        m: usize,
+        timeout: Option<Duration>,
+    ) -> Result<Self> {
+        let mut worker = Worker {
             shared: Shared::new(n, m)?,
             timeout,
-            pid: 0,
+            spawner: None,
+            running: false,
             started: Instant::now(),
-            sent,
-        })
+            sent: Vec::new(),
+        };
+        worker.spawner = Some(worker.spawn(f)?);
+        reserve(&mut worker.sent, n, "input snapshot")?;
+        worker.sent.resize(n, 0.0);
+        Ok(worker)
     }
 
     /// Whether an evaluation is running.
     pub fn busy(&self) -> bool {
-        self.pid > 0
+        self.running
     }
 
-    /// Forks a process that evaluates `f` at `x` into the shared outputs (armed with the
-    /// guard's marker). Errors: the fork failed.
+    /// Starts a process that evaluates f at `x` into the shared outputs (armed with the
+    /// guard's marker), forked by the spawner; a spawner that died is made again from `f` as it
+    /// is now. Errors: no process could be made.
     pub fn start(&mut self, f: &mut dyn BlackBox, x: &[f64]) -> std::result::Result<(), Failure> {
-        let m = self.shared.m;
+        if self.running {
+            // An evaluation of a batch given up (its executor stopped at an error) still runs:
+            // it must not write into the next one's outputs.
+            if let Some(spawner) = self.spawner.as_mut() {
+                spawner.kill();
+            }
+            self.running = false;
+        }
         self.sent.copy_from_slice(x);
         {
             let (sx, sy) = self.shared.xy_mut();
@@ -149,102 +179,83 @@ impl Worker {
         }
         // SAFETY: the header lies in the mapping.
         unsafe { self.shared.header().write(Header { done: 0, status: 0 }) };
-        // SAFETY: getpid has no preconditions.
-        let host = unsafe { libc::getpid() };
+        // A spawner that died (killed from outside) is made again, once.
+        for _ in 0..2 {
+            if self.spawner.is_none() {
+                let made = self.spawn(f).map_err(|e| Failure::NotRun(e.message))?;
+                self.spawner = Some(made);
+            }
+            let spawner = self.spawner.as_mut().expect("made above");
+            match spawner.start() {
+                Ok(_) => {
+                    self.running = true;
+                    self.started = Instant::now();
+                    return Ok(());
+                }
+                Err(Some(why)) => return Err(Failure::NotRun(why)),
+                Err(None) => self.spawner = None,
+            }
+        }
+        Err(Failure::NotRun(
+            "its worker process ended before it could start the evaluation".to_string(),
+        ))
+    }
+
+    /// A spawner whose children evaluate `f` in the shared memory.
+    fn spawn(&mut self, f: &mut dyn BlackBox) -> Result<Spawner> {
         // Whole seconds past the limit, for the child's own alarm.
         let backstop = self
             .timeout
             .map(|t| t.as_secs().saturating_add(2).min(u32::MAX as u64) as u32);
-        // SAFETY: fork; the child only runs the black box and _exit (module docs).
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(Failure::NotRun(
-                "fork failed (no worker process could be made)".to_string(),
-            ));
-        }
-        if pid == 0 {
-            // SAFETY (all three): plain system calls in the child. A worker dies with its host
-            // (SIGKILL when the thread that forked it ends, and at once if the host is already
-            // gone), and past its time limit even if the host stopped watching (SIGALRM).
-            unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if libc::getppid() != host {
-                    libc::_exit(0);
-                }
-                if let Some(seconds) = backstop {
-                    libc::alarm(seconds);
-                }
-                default_fatal_signals();
-            }
-            let header = self.shared.header();
-            let (sx, sy) = self.shared.xy_mut();
-            crate::fpenv::mask_traps();
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                f.eval_checked(sx, &mut sy[..m])
-            }));
-            let (done, status) = match result {
-                Ok(Ok(())) => (1, 0),
-                Ok(Err(Failure::Returned(code))) => (1, code),
-                // A breach a wrapper found in its own buffers: leave the evidence the host's
-                // guard looks for in the shared buffers (a write into the guard zone, a changed
-                // input), so that it reports the same failure.
-                Ok(Err(Failure::WrotePast { .. })) => {
-                    sy[m] = 0.0;
-                    (1, 0)
-                }
-                Ok(Err(Failure::ChangedInput(j))) => {
-                    sx[j] = f64::from_bits(sx[j].to_bits() ^ 1);
-                    (1, 0)
-                }
-                Ok(Err(_)) => (1, -1),
-                Err(_) => (2, 0),
-            };
-            // SAFETY: the header lies in the mapping; then leave without running destructors.
-            unsafe {
-                header.write(Header { done, status });
-                libc::_exit(0)
-            }
-        }
-        self.pid = pid;
-        self.started = Instant::now();
-        Ok(())
+        let shared = &mut self.shared;
+        let mut child = || evaluate(f, shared);
+        Spawner::new(&mut child, backstop)
     }
 
     /// None while the worker runs; when it has ended, its outcome: the outputs are then in
     /// [`Worker::y`]. Kills it past `timeout`.
     pub fn poll(&mut self, timeout: Option<Duration>) -> Option<std::result::Result<(), Failure>> {
-        let mut wstatus: libc::c_int = 0;
-        // SAFETY: our own child.
-        let r = unsafe { libc::waitpid(self.pid, &mut wstatus, libc::WNOHANG) };
-        if r == 0 {
-            let limit = timeout?;
-            if self.started.elapsed() <= limit {
-                return None;
+        let spawner = self.spawner.as_mut()?;
+        let ended = match spawner.ended(false) {
+            Some(ended) => ended,
+            None => {
+                let limit = timeout?;
+                if self.started.elapsed() <= limit {
+                    return None;
+                }
+                spawner.kill();
+                self.running = false;
+                return Some(Err(Failure::TimedOut(limit)));
             }
-            kill_and_reap(self.pid);
-            self.pid = 0;
-            return Some(Err(Failure::TimedOut(limit)));
+        };
+        self.running = false;
+        if ended == Ended::Unknown && !spawner.alive() {
+            self.spawner = None;
         }
-        self.pid = 0;
-        if r < 0 {
-            if std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
-                // Someone else took its exit status (the host ignores SIGCHLD, or reaps
-                // children in a handler): the shared header still tells how it ended.
-                return Some(self.outcome(None));
-            }
-            return Some(Err(Failure::NotRun(
-                "its worker process could not be waited for (waitpid failed)".to_string(),
-            )));
-        }
-        Some(self.outcome(Some(wstatus)))
+        Some(self.outcome(ended))
     }
 
-    /// How the evaluation ended: from the child's wait status when this process reaped it, and
-    /// from the shared header (always).
-    fn outcome(&mut self, wstatus: Option<libc::c_int>) -> std::result::Result<(), Failure> {
-        let wstatus = match wstatus {
-            Some(w) => w,
-            None => {
+    /// The socket to wait on for the running evaluation's end ([`wait_any`]), if one runs.
+    fn socket(&self) -> Option<libc::c_int> {
+        match self.running {
+            true => self.spawner.as_ref().map(Spawner::socket),
+            false => None,
+        }
+    }
+
+    /// How the evaluation ended: from the child's end as its spawner saw it, and from the shared
+    /// header (always).
+    fn outcome(&mut self, ended: Ended) -> std::result::Result<(), Failure> {
+        let code = match ended {
+            Ended::Exited(code) => code,
+            Ended::Signaled(signal) => {
+                return Err(match (signal, self.timeout) {
+                    // The child's own alarm: its time limit passed.
+                    (libc::SIGALRM, Some(limit)) => Failure::TimedOut(limit),
+                    _ => Failure::Signal(signal),
+                });
+            }
+            Ended::Unknown => {
                 // SAFETY: the header lies in the mapping; the child has ended.
                 let header = unsafe { self.shared.header().read() };
                 match header.done {
@@ -253,27 +264,12 @@ impl Worker {
                 }
             }
         };
-        if libc::WIFSIGNALED(wstatus) {
-            let signal = libc::WTERMSIG(wstatus);
-            return Err(match (signal, self.timeout) {
-                // The child's own alarm: its time limit passed.
-                (libc::SIGALRM, Some(limit)) => Failure::TimedOut(limit),
-                _ => Failure::Signal(signal),
-            });
-        }
         // SAFETY: the header lies in the mapping; the child has exited.
         let header = unsafe { self.shared.header().read() };
         match header.done {
             1 => {}
             2 => return Err(Failure::Panicked),
-            _ => {
-                let code = if libc::WIFEXITED(wstatus) {
-                    libc::WEXITSTATUS(wstatus)
-                } else {
-                    -1
-                };
-                return Err(Failure::Exited(code));
-            }
+            _ => return Err(Failure::Exited(code)),
         }
         if header.status != 0 {
             return Err(Failure::Returned(header.status));
@@ -290,51 +286,65 @@ impl Worker {
     }
 }
 
-impl Drop for Worker {
-    /// A worker still running when its executor gives up (another evaluation failed) is killed
-    /// and reaped: no stray processes, no zombies.
-    fn drop(&mut self) {
-        if self.pid > 0 {
-            kill_and_reap(self.pid);
+/// What a worker's child does: evaluates `f` at the shared inputs into the shared outputs and
+/// notes in the header how it went.
+fn evaluate(f: &mut dyn BlackBox, shared: &mut Shared) {
+    let m = shared.m;
+    let header = shared.header();
+    let (sx, sy) = shared.xy_mut();
+    crate::fpenv::mask_traps();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        f.eval_checked(sx, &mut sy[..m])
+    }));
+    let (done, status) = match result {
+        Ok(Ok(())) => (1, 0),
+        Ok(Err(Failure::Returned(code))) => (1, code),
+        // A breach a wrapper found in its own buffers: leave the evidence the host's guard
+        // looks for in the shared buffers (a write into the guard zone, a changed input), so
+        // that it reports the same failure.
+        Ok(Err(Failure::WrotePast { .. })) => {
+            sy[m] = 0.0;
+            (1, 0)
         }
-    }
+        Ok(Err(Failure::ChangedInput(j))) => {
+            sx[j] = f64::from_bits(sx[j].to_bits() ^ 1);
+            (1, 0)
+        }
+        Ok(Err(_)) => (1, -1),
+        Err(_) => (2, 0),
+    };
+    // SAFETY: the header lies in the mapping.
+    unsafe { header.write(Header { done, status }) };
 }
 
-/// Kills our child `pid` and reaps it, without blocking on other children (a blocking
-/// `waitpid` waits for every child when the host ignores SIGCHLD).
-fn kill_and_reap(pid: libc::pid_t) {
-    let mut wstatus: libc::c_int = 0;
-    // SAFETY: our own child, not reaped yet (its pid cannot have been reused).
-    unsafe { libc::kill(pid, libc::SIGKILL) };
-    for _ in 0..10_000 {
-        // SAFETY: our own child.
-        let r = unsafe { libc::waitpid(pid, &mut wstatus, libc::WNOHANG) };
-        if r != 0 {
-            return; // reaped, or taken by someone else (ECHILD)
-        }
+/// Waits until one of `workers`' running evaluations ends, or the earliest time limit among them
+/// passes (at most a second: the caller polls each worker after).
+pub fn wait_any(workers: &[Worker], timeout: Option<Duration>) {
+    let sockets = (workers.iter())
+        .filter_map(Worker::socket)
+        .map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        });
+    let Ok(mut fds) = crate::error::collect(sockets, "sockets to wait on") else {
+        // No room even for that: look again shortly.
         std::thread::sleep(Duration::from_micros(100));
+        return;
+    };
+    if fds.is_empty() {
+        return;
     }
-}
-
-/// Waits a little longer each time, up to 5 ms: cheap for fast black boxes, idle for slow ones.
-pub struct Backoff(Duration);
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Backoff::new()
+    let mut wait = Duration::from_secs(1);
+    if let Some(limit) = timeout {
+        for w in workers.iter().filter(|w| w.running) {
+            wait = wait.min(limit.saturating_sub(w.started.elapsed()));
+        }
     }
-}
-
-impl Backoff {
-    /// The shortest wait.
-    pub fn new() -> Self {
-        Backoff(Duration::from_micros(20))
-    }
-    /// Sleeps, then doubles the next wait.
-    pub fn nap(&mut self) {
-        std::thread::sleep(self.0);
-        self.0 = (self.0 * 2).min(Duration::from_millis(5));
-    }
+    // Rounded up: waking before the limit only polls again.
+    let ms = wait.as_micros().div_ceil(1000).min(1000) as libc::c_int;
+    // SAFETY: `fds` is a live array of as many pollfd.
+    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
 }
 
 /// Puts the default action back on the signals a crash raises (SIGSEGV, SIGBUS, SIGILL, SIGFPE,

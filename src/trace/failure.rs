@@ -28,8 +28,8 @@ pub enum Failure {
     },
     /// f did not write `y[i]` (or read it before writing it).
     Unwritten(usize),
-    /// f's worker process ended before f returned, and its exit status was taken by someone
-    /// else (a host that ignores SIGCHLD or reaps children in its own handler).
+    /// f's worker process ended before f returned, and how it ended could not be learned (the
+    /// process that forked it, its worker's spawner, could not wait for it, or was gone).
     Vanished,
     /// f could not be run at all (a fork failed); the words say why.
     NotRun(String),
@@ -73,8 +73,8 @@ impl fmt::Display for Failure {
             }
             Failure::Vanished => write!(
                 f,
-                "ended before returning (its process's exit status was taken by another waiter: \
-                 does the host ignore SIGCHLD or reap children in a handler?)"
+                "ended before returning, and how could not be learned (its process could not be \
+                 waited for)"
             ),
             Failure::NotRun(why) => write!(f, "could not be run: {why}"),
         }
