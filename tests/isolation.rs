@@ -123,6 +123,49 @@ fn isolated_traces_equal_in_process_traces() {
 }
 
 #[test]
+fn large_isolated_traces_equal_in_process_traces() {
+    // 2^15 outputs and more: the run loop tells one isolated evaluation's outputs on a second
+    // thread while the worker makes the next (given two cores). A chain of payloads, an output
+    // that absorbs a NaN (traced again with verified probes) and an input whose NaN makes the
+    // black box fail (its probes split) exercise every path of the loop.
+    let n = 40_000;
+    let mut x0: Vec<f64> = (0..n).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
+    x0[20] = 1.0;
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        if x[33].is_nan() {
+            return Err(3);
+        }
+        for i in 0..n {
+            y[i] = x[i] + 0.5 * x[(i + 1) % n] * x[(i + 37) % n];
+        }
+        y[7] = x[7] + x[20].max(1.0);
+        Ok(())
+    };
+    let here = trace(&mut f, n, &x0, &TraceOptions::default()).unwrap();
+    let there = trace(
+        &mut f,
+        n,
+        &x0,
+        &TraceOptions {
+            isolate: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        (here.row_ptr(), here.col_idx(), here.kinds()),
+        (there.row_ptr(), there.col_idx(), there.kinds())
+    );
+    assert_eq!(here.report.evaluations, there.report.evaluations);
+    assert_eq!(here.report.failed_columns, [33]);
+    assert_eq!(there.report.failed_columns, [33]);
+    assert!(
+        there.contains(7, 20),
+        "the absorbed NaN's dependency is found"
+    );
+}
+
+#[test]
 fn each_evaluation_starts_from_the_parents_state() {
     // State kept between calls (a SAVE variable, a COMMON block) is changed in the workers only.
     static CALLS: AtomicUsize = AtomicUsize::new(0);

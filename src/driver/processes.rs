@@ -47,7 +47,18 @@ impl<'f> Processes<'f> {
 
 impl Executor for Processes<'_> {
     fn capacity(&self) -> usize {
-        8 * self.workers.len()
+        match self.workers.len() {
+            // One at a time: the run loop may then tell alongside.
+            1 => 1,
+            k => 8 * k,
+        }
+    }
+
+    /// With one worker (isolation): its evaluation runs in another process while the run loop
+    /// tells the one before on a second thread. The host forks no process meanwhile (the
+    /// spawner forks the children), unless a spawner killed from outside is made again.
+    fn tells_alongside(&self) -> bool {
+        self.workers.len() == 1
     }
 
     fn run(
@@ -73,7 +84,7 @@ impl Executor for Processes<'_> {
             let mut progressed = false;
             for (w, slot) in job.iter_mut().enumerate() {
                 let Some(k) = *slot else { continue };
-                let Some(outcome) = self.workers[w].poll(self.timeout) else {
+                let Some(outcome) = self.workers[w].poll(self.timeout, batch.input(k)) else {
                     continue;
                 };
                 *slot = None;

@@ -28,7 +28,8 @@
 //! On large outputs, reading an evaluation's outputs (`session.tell`: comparing m outputs with
 //! the baseline, decoding the changed ones, marking what they prove) takes about as long as the
 //! evaluation itself. With an executor of capacity 1 that allows it
-//! ([`Executor::tells_alongside`]: the serial one), m of at least [`ALONGSIDE_MIN_OUTPUTS`] and
+//! ([`Executor::tells_alongside`]: the serial one, and the process executor with one worker,
+//! isolation), m of at least [`ALONGSIDE_MIN_OUTPUTS`] and
 //! a second core, a second thread tells request k while this one evaluates request k + 1:
 //!
 //! ```text

@@ -34,7 +34,7 @@
 use super::guard::{self, GUARD};
 use super::spawner::{Ended, Spawner};
 use super::{BlackBox, Failure};
-use crate::error::{reserve, Error, Result};
+use crate::error::{Error, Result};
 use std::time::{Duration, Instant};
 
 /// Shared memory: a header, then x (n values), then y (m values and a guard zone).
@@ -125,15 +125,12 @@ pub struct Worker {
     /// Whether a child is running.
     running: bool,
     started: Instant,
-    /// The input as sent, to detect a black box that changes it.
-    sent: Vec<f64>,
 }
 
 impl Worker {
     /// A worker for f: R^n -> R^m whose evaluations may take `timeout`, and its spawner
-    /// (`spawner.rs`), a copy of this process as it is now, before the inputs' copy is made:
-    /// the smaller the copy, the cheaper each fork. Errors: the shared memory, the spawner or the
-    /// input copy cannot be had.
+    /// (`spawner.rs`), a copy of this process as it is now. Errors: the shared memory or the
+    /// spawner cannot be had.
     pub fn new(
         f: &mut dyn BlackBox,
         n: usize,
@@ -146,11 +143,8 @@ impl Worker {
             spawner: None,
             running: false,
             started: Instant::now(),
-            sent: Vec::new(),
         };
         worker.spawner = Some(worker.spawn(f)?);
-        reserve(&mut worker.sent, n, "input snapshot")?;
-        worker.sent.resize(n, 0.0);
         Ok(worker)
     }
 
@@ -171,7 +165,6 @@ impl Worker {
             }
             self.running = false;
         }
-        self.sent.copy_from_slice(x);
         {
             let (sx, sy) = self.shared.xy_mut();
             sx.copy_from_slice(x);
@@ -213,8 +206,13 @@ impl Worker {
     }
 
     /// None while the worker runs; when it has ended, its outcome: the outputs are then in
-    /// [`Worker::y`]. Kills it past `timeout`.
-    pub fn poll(&mut self, timeout: Option<Duration>) -> Option<std::result::Result<(), Failure>> {
+    /// [`Worker::y`]. `x` is the input it was started with (to find a black box that changed
+    /// it). Kills it past `timeout`.
+    pub fn poll(
+        &mut self,
+        timeout: Option<Duration>,
+        x: &[f64],
+    ) -> Option<std::result::Result<(), Failure>> {
         let spawner = self.spawner.as_mut()?;
         let ended = match spawner.ended(false) {
             Some(ended) => ended,
@@ -232,7 +230,7 @@ impl Worker {
         if ended == Ended::Unknown && !spawner.alive() {
             self.spawner = None;
         }
-        Some(self.outcome(ended))
+        Some(self.outcome(ended, x))
     }
 
     /// The socket to wait on for the running evaluation's end ([`wait_any`]), if one runs.
@@ -243,9 +241,9 @@ impl Worker {
         }
     }
 
-    /// How the evaluation ended: from the child's end as its spawner saw it, and from the shared
-    /// header (always).
-    fn outcome(&mut self, ended: Ended) -> std::result::Result<(), Failure> {
+    /// How the evaluation of `x` ended: from the child's end as its spawner saw it, and from the
+    /// shared header (always).
+    fn outcome(&mut self, ended: Ended, x: &[f64]) -> std::result::Result<(), Failure> {
         let code = match ended {
             Ended::Exited(code) => code,
             Ended::Signaled(signal) => {
@@ -276,7 +274,7 @@ impl Worker {
         }
         let m = self.shared.m;
         let (sx, sy) = self.shared.xy_mut();
-        guard::check(&self.sent, sx, sy, m)
+        guard::check(x, sx, sy, m)
     }
 
     /// The outputs of the last evaluation (m values).
