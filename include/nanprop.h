@@ -1055,9 +1055,10 @@ nanprop_status nanprop_smoothed_jacobian(nanprop_blackbox f,
  * Added (OR) to a convention: do not load the library into the calling process. A child
  * process loads it to check it (the errors are the same; a library whose constructor aborts,
  * crashes or calls `exit()` is NANPROP_ERR_BLACKBOX instead of the end of the caller), and
- * each process that calls the function loads it there: with `isolate` or `processes` those
- * are the workers, so the library's code never runs in the caller. Called in the caller (a
- * trace without workers, a Jacobian), the library is loaded there on the first call.
+ * the processes that call the function load it: with `isolate` or `processes` each worker's
+ * spawner loads it once and the children that evaluate inherit it, so the library's code never
+ * runs in the caller. Called in the caller (a trace without workers, a Jacobian), the library
+ * is loaded there on the first call.
  */
 #define NANPROP_CONVENTION_OPEN_IN_WORKER 512
 

@@ -142,7 +142,9 @@ fn an_isolated_trace_of_the_command_line_never_loads_the_library_itself() {
     let pattern = std::fs::read_to_string(&out).unwrap();
     assert!(pattern.contains("\n8 8 22\n"), "{pattern}");
     let pids = loaders(&marks);
-    assert!(pids.len() >= 2, "the workers load it: {pids:?}");
+    // Loaded twice, by worker processes: the check of the library when it is opened, and the
+    // worker's spawner, whose children (one per evaluation) inherit it loaded.
+    assert_eq!(pids.len(), 2, "{pids:?}");
     assert!(!pids.contains(&host), "the host {host} loaded it: {pids:?}");
 
     // Not isolated, the command loads it itself.
@@ -163,6 +165,28 @@ fn the_command_line_reports_a_library_whose_constructor_aborts() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains("SIGABRT") && stderr.contains("constructor"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_library_whose_constructor_aborts_in_the_spawner_is_named_on_the_first_evaluation() {
+    // The constructor aborts from its second load on: the check when the library is opened
+    // passes, the worker's spawner (which loads it for its children) dies of it.
+    let dir = scratch("late");
+    let count = dir.join("loads.txt");
+    let ctor = format!(
+        "FILE *f = fopen(\"{}\", \"a+\"); long k = 0; if (f) {{ fseek(f, 0, SEEK_END); \
+         k = ftell(f); fputc('x', f); fclose(f); }} if (k >= 1) abort();",
+        count.display()
+    );
+    let lib = library(&dir, "late", &ctor);
+    let out = trace(&lib, &[], &dir.join("p.mtx")).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("killed by SIGABRT") && stderr.contains("baseline"),
         "{stderr}"
     );
     std::fs::remove_dir_all(&dir).ok();

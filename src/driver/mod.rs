@@ -59,6 +59,14 @@ pub trait BlackBox {
         None
     }
 
+    /// Makes ready, once, what every evaluation would otherwise make again: called in a forked
+    /// worker's spawner (`spawner.rs`) before it forks the children, which then inherit it. A
+    /// library loaded only by the workers ([`crate::loader::LoadedBlackBox::open_in_worker`])
+    /// is loaded there, not by each child (its constructors run once, in the spawner, never in
+    /// the caller's process). A failure here is left for the evaluations to report. A wrapper
+    /// around another black box answers for it. Default: nothing.
+    fn prepare(&mut self) {}
+
     /// Words that identify this function for a journal (a loaded library: its path, size,
     /// modification time and symbol), when it knows them. None (the default): the journal
     /// relies on [`crate::TraceOptions::function_id`].

@@ -11,11 +11,15 @@
 //! megabytes: the command line's default (an isolated tridiagonal trace, 50 evaluations) took
 //! 1.6 s, 0.9 s of it in the kernel, against 0.55 s in process.
 //!
-//! So the first evaluation forks a *spawner* from the host, once, while the host is still small,
-//! and every evaluation after that is forked from the spawner. The spawner does nothing but read
-//! a byte asking for a child, fork it, and report on a socket the child's process id, then how it
-//! ended; it allocates nothing and takes no lock. The host's pages it shares are copied at most
-//! once each (on the host's first write after the spawner was made), not once per evaluation.
+//! So each worker forks a *spawner* from the host, once, when it is made (before the trace's
+//! arrays exist), and every evaluation is forked from the spawner. The spawner first makes the
+//! black box ready ([`super::BlackBox::prepare`]: a library opened "in a worker" is loaded
+//! there, so that each child does not load it again, and its constructors run once); then it
+//! does nothing but read a byte asking for a child, fork it, and report on a socket the child's
+//! process id, then how it ended, allocating nothing and taking no lock. The host's pages it
+//! shares are copied at most once each (on the host's first write after the spawner was made),
+//! not once per evaluation. A spawner that dies making the black box ready (a constructor that
+//! aborts) is reaped, and the evaluation fails as the spawner did (killed by SIGABRT).
 //!
 //! # What a child sees
 //!
@@ -58,6 +62,15 @@ const ENDED: i32 = 3;
 /// The spawner's report: the child could not be waited for.
 const LOST: i32 = 4;
 
+/// What a spawner runs: [`Work::prepare`] once, in the spawner, before it serves; then
+/// [`Work::child`] in each child it forks.
+pub(crate) trait Work {
+    /// Makes ready what the children inherit (a library loaded: [`super::BlackBox::prepare`]).
+    fn prepare(&mut self);
+    /// One child's work; the child then exits.
+    fn child(&mut self);
+}
+
 /// One report of the spawner, sent whole (16 bytes: within a socket's atomic write).
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -96,16 +109,19 @@ pub(crate) struct Spawner {
     child: libc::pid_t,
     /// The spawner's end of the socket closed: it is gone.
     gone: bool,
+    /// The spawner was reaped ([`Spawner::death`]).
+    reaped: bool,
 }
 
 impl Spawner {
-    /// Forks a spawner whose children each call `child` and then `_exit(0)`; a child's alarm
-    /// rings after `backstop` seconds when given (a time limit that holds even if nobody
-    /// watches the child any more). Errors: no socket or no fork could be had.
+    /// Forks a spawner that runs `work`'s preparation, then forks children that each run its
+    /// child's work and `_exit(0)`; a child's alarm rings after `backstop` seconds when given
+    /// (a time limit that holds even if nobody watches the child any more). Errors: no socket
+    /// or no fork could be had.
     ///
-    /// `child` runs only in the spawner's children, in the memory of this moment: whatever it
-    /// borrows must live until this call returns, and nothing else is needed of it.
-    pub(crate) fn new(child: &mut dyn FnMut(), backstop: Option<u32>) -> Result<Self> {
+    /// `work` runs only in the spawner and its children, in the memory of this moment: whatever
+    /// it borrows must live until this call returns, and nothing else is needed of it.
+    pub(crate) fn new(work: &mut dyn Work, backstop: Option<u32>) -> Result<Self> {
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: fds has room for the two descriptors.
         let made = unsafe {
@@ -152,7 +168,9 @@ impl Spawner {
                 }
                 libc::signal(libc::SIGCHLD, libc::SIG_DFL);
             }
-            serve(spawner_end, child, backstop);
+            crate::fpenv::mask_traps();
+            work.prepare();
+            serve(spawner_end, work, backstop);
         }
         // SAFETY: the host keeps only its end.
         unsafe { libc::close(spawner_end) };
@@ -161,6 +179,7 @@ impl Spawner {
             socket: host_end,
             child: 0,
             gone: false,
+            reaped: false,
         })
     }
 
@@ -218,6 +237,23 @@ impl Spawner {
             unsafe { libc::kill(self.child, libc::SIGKILL) };
         }
         self.ended(true).unwrap_or(Ended::Unknown)
+    }
+
+    /// How a spawner that is gone ended (its socket closed: it died, killed from outside or in
+    /// the black box's preparation), reaped here.
+    pub(crate) fn death(&mut self) -> Ended {
+        let mut status: libc::c_int = 0;
+        if self.reaped || !reaped_within(self.pid, LEAVING, &mut status) {
+            return Ended::Unknown;
+        }
+        self.reaped = true;
+        if libc::WIFSIGNALED(status) {
+            Ended::Signaled(libc::WTERMSIG(status))
+        } else if libc::WIFEXITED(status) {
+            Ended::Exited(libc::WEXITSTATUS(status))
+        } else {
+            Ended::Unknown
+        }
     }
 
     /// Whether the spawner is still there (as far as its socket told).
@@ -280,16 +316,17 @@ impl Drop for Spawner {
             libc::send(self.socket, quit.as_ptr().cast(), 1, libc::MSG_NOSIGNAL);
             libc::close(self.socket);
         }
-        if !reaped_within(self.pid, LEAVING) {
+        let mut status: libc::c_int = 0;
+        if !self.reaped && !reaped_within(self.pid, LEAVING, &mut status) {
             // SAFETY: our own child, not reaped yet.
             unsafe { libc::kill(self.pid, libc::SIGKILL) };
-            reaped_within(self.pid, LEAVING);
+            reaped_within(self.pid, LEAVING, &mut status);
         }
     }
 }
 
 /// The spawner's loop (module docs): one child at a time, for as long as the host asks.
-fn serve(socket: libc::c_int, child: &mut dyn FnMut(), backstop: Option<u32>) -> ! {
+fn serve(socket: libc::c_int, work: &mut dyn Work, backstop: Option<u32>) -> ! {
     // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
     // The last child, ended and reported but not reaped yet.
@@ -309,7 +346,7 @@ fn serve(socket: libc::c_int, child: &mut dyn FnMut(), backstop: Option<u32>) ->
             // Told to leave, or the host is gone.
             leave(0);
         }
-        // SAFETY: fork; the child calls `child` and _exits.
+        // SAFETY: fork; the child does its work and _exits.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
             // SAFETY (the child): plain system calls. It dies with the spawner (at once if the
@@ -326,7 +363,7 @@ fn serve(socket: libc::c_int, child: &mut dyn FnMut(), backstop: Option<u32>) ->
                 }
                 super::worker::default_fatal_signals();
             }
-            child();
+            work.child();
             // SAFETY: leaving without running destructors.
             unsafe { libc::_exit(0) };
         }
@@ -426,13 +463,13 @@ const LEAVING: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Reaps our child `pid` once it has ended, looking every 100 microseconds for at most
 /// `limit`, without blocking on other children (a blocking `waitpid` waits for every child
-/// when the host ignores SIGCHLD); whether it was reaped (or taken by someone else).
-fn reaped_within(pid: libc::pid_t, limit: std::time::Duration) -> bool {
+/// when the host ignores SIGCHLD); whether it was reaped (its wait status then in `status`)
+/// or taken by someone else (`status` then untouched).
+fn reaped_within(pid: libc::pid_t, limit: std::time::Duration, status: &mut libc::c_int) -> bool {
     let deadline = std::time::Instant::now() + limit;
-    let mut status: libc::c_int = 0;
     loop {
         // SAFETY: our own child, not reaped yet (its pid cannot have been reused).
-        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } != 0 {
+        if unsafe { libc::waitpid(pid, status, libc::WNOHANG) } != 0 {
             return true; // reaped, or taken by someone else (ECHILD)
         }
         if std::time::Instant::now() >= deadline {

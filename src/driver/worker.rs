@@ -16,7 +16,8 @@
 //!
 //! Each child starts from the host's state when the worker was made (the start of the trace),
 //! so black boxes that are not thread-safe or keep state (Fortran COMMON blocks, SAVE
-//! variables) work, including in loader mode; state a child changes is not seen by the next
+//! variables) work, including in loader mode (a library opened in a worker is loaded by the
+//! spawner, once, and its children inherit it); state a child changes is not seen by the next
 //! evaluation (each starts from the same state, as each probe should).
 //!
 //! Cost: one `fork` of the spawner per evaluation, worth it when an evaluation takes longer than
@@ -32,7 +33,7 @@
 //! `malloc`, as any forking program does.
 
 use super::guard::{self, GUARD};
-use super::spawner::{Ended, Spawner};
+use super::spawner::{Ended, Spawner, Work};
 use super::{BlackBox, Failure};
 use crate::error::{Error, Result};
 use std::time::{Duration, Instant};
@@ -120,7 +121,7 @@ pub struct Worker {
     /// The evaluation time limit, which the child also enforces itself (a backstop for a host
     /// that died or stopped polling).
     timeout: Option<Duration>,
-    /// Forks the children (made by the first evaluation, and again if it died).
+    /// Forks the children (made with the worker, and again by an evaluation if it died).
     spawner: Option<Spawner>,
     /// Whether a child is running.
     running: bool,
@@ -173,6 +174,7 @@ impl Worker {
         // SAFETY: the header lies in the mapping.
         unsafe { self.shared.header().write(Header { done: 0, status: 0 }) };
         // A spawner that died (killed from outside) is made again, once.
+        let mut death = Ended::Unknown;
         for _ in 0..2 {
             if self.spawner.is_none() {
                 let made = self.spawn(f).map_err(|e| Failure::NotRun(e.message))?;
@@ -186,12 +188,21 @@ impl Worker {
                     return Ok(());
                 }
                 Err(Some(why)) => return Err(Failure::NotRun(why)),
-                Err(None) => self.spawner = None,
+                Err(None) => {
+                    death = spawner.death();
+                    self.spawner = None;
+                }
             }
         }
-        Err(Failure::NotRun(
-            "its worker process ended before it could start the evaluation".to_string(),
-        ))
+        // Twice: the spawner dies making the black box ready (a library whose constructor
+        // crashes, aborts or exits when it is loaded there).
+        Err(match death {
+            Ended::Signaled(signal) => Failure::Signal(signal),
+            Ended::Exited(code) => Failure::Exited(code),
+            Ended::Unknown => Failure::NotRun(
+                "its worker process ended before it could start the evaluation".to_string(),
+            ),
+        })
     }
 
     /// A spawner whose children evaluate `f` in the shared memory.
@@ -200,9 +211,11 @@ impl Worker {
         let backstop = self
             .timeout
             .map(|t| t.as_secs().saturating_add(2).min(u32::MAX as u64) as u32);
-        let shared = &mut self.shared;
-        let mut child = || evaluate(f, shared);
-        Spawner::new(&mut child, backstop)
+        let mut work = Evaluations {
+            f,
+            shared: &mut self.shared,
+        };
+        Spawner::new(&mut work, backstop)
     }
 
     /// None while the worker runs; when it has ended, its outcome: the outputs are then in
@@ -281,6 +294,23 @@ impl Worker {
     pub fn y(&mut self) -> &[f64] {
         let m = self.shared.m;
         &self.shared.xy_mut().1[..m]
+    }
+}
+
+/// A worker's spawner's work: the black box made ready once ([`BlackBox::prepare`]: a library
+/// loaded in the spawner, not in each child), then one evaluation in each child.
+struct Evaluations<'a> {
+    f: &'a mut dyn BlackBox,
+    shared: &'a mut Shared,
+}
+
+impl Work for Evaluations<'_> {
+    fn prepare(&mut self) {
+        self.f.prepare();
+    }
+
+    fn child(&mut self) {
+        evaluate(self.f, self.shared);
     }
 }
 

@@ -61,9 +61,10 @@ type Lmdif8 = unsafe extern "C" fn(*const i64, *const i64, *const f64, *mut f64,
 ///
 /// Opened with [`LoadedBlackBox::open`], the library is loaded into this process at once.
 /// Opened with [`LoadedBlackBox::open_in_worker`], it is loaded only by a process that calls the
-/// function: under `isolate` or `processes` those are the forked workers, so the library's
-/// constructors never run in the caller's process (one that aborts or calls `exit()` is an
-/// error, not the end of the caller).
+/// function: under `isolate` or `processes` those are the forked workers (each worker's
+/// spawner loads it once, [`crate::driver::BlackBox::prepare`], and the children that evaluate
+/// inherit it), so the library's constructors never run in the caller's process (one that
+/// aborts or calls `exit()` is an error, not the end of the caller).
 pub struct LoadedBlackBox {
     /// The library and the function's address, once loaded in this process.
     loaded: OnceLock<Loaded>,
@@ -329,6 +330,10 @@ impl BlackBox for LoadedBlackBox {
     fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
         self.call(x, y)
     }
+    /// Loads the library, if this process has not (a failure is the evaluations' to report).
+    fn prepare(&mut self) {
+        let _ = self.function();
+    }
     fn eval_checked(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), Failure> {
         self.call_checked(x, y)
     }
@@ -355,6 +360,9 @@ impl SyncBlackBox for SharedLoaded<'_> {
 impl BlackBox for SharedLoaded<'_> {
     fn eval(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), i32> {
         self.0.call(x, y)
+    }
+    fn prepare(&mut self) {
+        let _ = self.0.function();
     }
     fn eval_checked(&mut self, x: &[f64], y: &mut [f64]) -> std::result::Result<(), Failure> {
         self.0.call_checked(x, y)

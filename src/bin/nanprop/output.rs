@@ -137,6 +137,9 @@ impl BlackBox for Counted<'_> {
     fn precision(&self) -> nanprop::Precision {
         self.f.precision()
     }
+    fn prepare(&mut self) {
+        self.f.prepare();
+    }
     fn may_write_input(&self) -> bool {
         self.f.may_write_input()
     }
