@@ -162,6 +162,30 @@ pub fn dense(m: usize, n: usize) -> Pattern {
     from_rows(m, n, |_, r| r.extend(0..n))
 }
 
+/// A black box that takes every path of the run loop (`src/driver/run.rs`): payload tags along
+/// a chain (y_i = x_i + x_{i+1} x_{i+37} / 2, indices mod n), an output that absorbs a NaN
+/// (y_7 also adds `max(x_20, 1)`, unchanged by a NaN at x_20 = 1 and changed by the check's
+/// step up, so the row is traced again with verified probes) and an input whose NaN makes it
+/// fail (x_33: its probes split). n = m = `x.len()`; its point is [`loop_paths_x0`].
+pub fn loop_paths(x: &[f64], y: &mut [f64]) -> Result<(), i32> {
+    let n = x.len();
+    if x[33].is_nan() {
+        return Err(3);
+    }
+    for i in 0..n {
+        y[i] = x[i] + 0.5 * x[(i + 1) % n] * x[(i + 37) % n];
+    }
+    y[7] = x[7] + x[20].max(1.0);
+    Ok(())
+}
+
+/// The point of [`loop_paths`] with n inputs (n > 37): x_j in [1, 1.6], x_20 = 1.
+pub fn loop_paths_x0(n: usize) -> Vec<f64> {
+    let mut x0: Vec<f64> = (0..n).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
+    x0[20] = 1.0;
+    x0
+}
+
 /// Branching models whose Gaussian-smoothed Jacobian is known in closed form (for
 /// [`crate::smoothing`]'s tests and the benchmark). Smoothing is joint, with an absolute sigma.
 pub mod branching {

@@ -3,6 +3,7 @@
 //! finite point they are errors naming the failure and the evaluation; this (host) process goes
 //! on.
 
+use nanprop::testing::{loop_paths, loop_paths_x0};
 use nanprop::{trace, ErrorKind, Strategy, TraceOptions};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -96,6 +97,20 @@ fn a_failure_at_a_finite_point_is_an_error_naming_it_and_the_host_survives() {
     }
 }
 
+/// `f` traced in this process and isolated: the two patterns.
+fn here_and_isolated(
+    f: &mut dyn nanprop::BlackBox,
+    m: usize,
+    x0: &[f64],
+) -> (nanprop::Pattern, nanprop::Pattern) {
+    let here = trace(f, m, x0, &TraceOptions::default()).unwrap();
+    let isolated = TraceOptions {
+        isolate: true,
+        ..Default::default()
+    };
+    (here, trace(f, m, x0, &isolated).unwrap())
+}
+
 #[test]
 fn isolated_traces_equal_in_process_traces() {
     let mut f = |x: &[f64], y: &mut [f64]| {
@@ -103,18 +118,7 @@ fn isolated_traces_equal_in_process_traces() {
         y[1] = x[2].sin();
         Ok(())
     };
-    let x0 = [1.0, 2.0, 3.0];
-    let here = trace(&mut f, 2, &x0, &TraceOptions::default()).unwrap();
-    let there = trace(
-        &mut f,
-        2,
-        &x0,
-        &TraceOptions {
-            isolate: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let (here, there) = here_and_isolated(&mut f, 2, &[1.0, 2.0, 3.0]);
     assert_eq!(
         (here.row_ptr(), here.col_idx()),
         (there.row_ptr(), there.col_idx())
@@ -125,33 +129,11 @@ fn isolated_traces_equal_in_process_traces() {
 #[test]
 fn large_isolated_traces_equal_in_process_traces() {
     // 2^15 outputs and more: the run loop tells one isolated evaluation's outputs on a second
-    // thread while the worker makes the next (given two cores). A chain of payloads, an output
-    // that absorbs a NaN (traced again with verified probes) and an input whose NaN makes the
-    // black box fail (its probes split) exercise every path of the loop.
+    // thread while the worker makes the next (given two cores). A black box that takes every
+    // path of the loop: a chain of payloads, an output that absorbs a NaN (traced again with
+    // verified probes) and an input whose NaN makes it fail (its probes split).
     let n = 40_000;
-    let mut x0: Vec<f64> = (0..n).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
-    x0[20] = 1.0;
-    let mut f = |x: &[f64], y: &mut [f64]| {
-        if x[33].is_nan() {
-            return Err(3);
-        }
-        for i in 0..n {
-            y[i] = x[i] + 0.5 * x[(i + 1) % n] * x[(i + 37) % n];
-        }
-        y[7] = x[7] + x[20].max(1.0);
-        Ok(())
-    };
-    let here = trace(&mut f, n, &x0, &TraceOptions::default()).unwrap();
-    let there = trace(
-        &mut f,
-        n,
-        &x0,
-        &TraceOptions {
-            isolate: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let (here, there) = here_and_isolated(&mut loop_paths, n, &loop_paths_x0(n));
     assert_eq!(
         (here.row_ptr(), here.col_idx(), here.kinds()),
         (there.row_ptr(), there.col_idx(), there.kinds())

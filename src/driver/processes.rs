@@ -7,7 +7,7 @@
 //! Evaluations are handed back as each worker finishes, so a journal keeps every finished one
 //! even if the host dies with others still running.
 //!
-//! Cost: one `fork` per evaluation, from the worker's spawner (`worker.rs`), not from the host;
+//! Cost: one `fork` per evaluation, from the worker's spawner (`spawner.rs`), not from the host;
 //! the host waits for the first of its workers to end (no polling naps), so an evaluation's end
 //! is taken as it comes. Worth it when an evaluation takes longer than a fraction of a
 //! millisecond.
@@ -108,18 +108,23 @@ mod tests {
     use super::*;
     use crate::trace::journal::RequestKey;
 
-    /// Runs `inputs` (one value each) on `executor`; each evaluation's outputs.
-    fn evaluate(
-        executor: &mut Processes,
-        inputs: &[f64],
-    ) -> Vec<std::result::Result<Vec<f64>, String>> {
-        let keys: Vec<RequestKey> = (0..inputs.len() as u64)
+    /// The keys of a batch of `count` requests.
+    fn keys(count: usize) -> Vec<RequestKey> {
+        (0..count as u64)
             .map(|request| RequestKey {
                 point: 0,
                 step: 1,
                 request,
             })
-            .collect();
+            .collect()
+    }
+
+    /// Runs `inputs` (one value each) on `executor`; each evaluation's outputs.
+    fn evaluate(
+        executor: &mut Processes,
+        inputs: &[f64],
+    ) -> Vec<std::result::Result<Vec<f64>, String>> {
+        let keys = keys(inputs.len());
         let mut out: Vec<_> = vec![Err("not reported".to_string()); inputs.len()];
         executor
             .run(&Batch::new(inputs, &keys, 1), &mut |k, evaluation| {
@@ -245,11 +250,7 @@ mod tests {
         let spawners: Vec<f64> = (evaluate(&mut executor, &[0.5, 0.25]).into_iter())
             .map(|y| y.unwrap()[1])
             .collect();
-        let keys = [0u64, 1].map(|request| RequestKey {
-            point: 0,
-            step: 1,
-            request,
-        });
+        let keys = keys(2);
         // The first to end stops the batch; the other still runs.
         let stopped = executor.run(&Batch::new(&[1.0, 2.0], &keys, 1), &mut |_, _| {
             Err(crate::error::Error::invalid("stop at the first"))

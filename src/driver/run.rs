@@ -415,28 +415,18 @@ mod tests {
     }
 
     /// Traces, with the teller or on this thread, a black box that exercises every path of
-    /// the loop: payload tags (a chain), an output that absorbs a NaN (`max(x_20, 1)` at
-    /// x_20 = 1: unchanged by the NaN, changed by the check's step up, so the row is traced
-    /// again with a verification of every probe) and an input whose NaN makes it fail (a
-    /// recoverable failure: the probe is split).
+    /// the loop ([`crate::testing::loop_paths`]: payload tags, an absorbed NaN traced again with
+    /// verified probes, a failing input whose probes split), noting every input it sees.
     fn traced(how: How) -> Seen {
         let n = 400;
-        let mut x0: Vec<f64> = (0..n).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
-        x0[20] = 1.0;
+        let x0 = crate::testing::loop_paths_x0(n);
         let mut inputs = Vec::new();
         let mut f = |x: &[f64], y: &mut [f64]| {
             let bits = x.iter().enumerate();
             inputs.push(bits.fold(0u64, |h, (j, v)| {
                 (h ^ v.to_bits().rotate_left(j as u32 % 64)).wrapping_mul(0x100_0000_01b3)
             }));
-            if x[33].is_nan() {
-                return Err(3);
-            }
-            for i in 0..n {
-                y[i] = x[i] + 0.5 * x[(i + 1) % n] * x[(i + 37) % n];
-            }
-            y[7] = x[7] + x[20].max(1.0);
-            Ok(())
+            crate::testing::loop_paths(x, y)
         };
         let journal = std::env::temp_dir().join(format!(
             "nanprop-run-test-{}-{}.journal",
