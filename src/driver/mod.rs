@@ -29,7 +29,7 @@ pub mod processes;
 pub mod run;
 pub mod serial;
 pub mod single;
-mod spawner;
+pub(crate) mod spawner;
 pub mod threads;
 pub mod worker;
 

@@ -167,6 +167,8 @@ impl Spawner {
                     libc::_exit(0);
                 }
                 libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+                // Its children inherit these.
+                default_fatal_signals();
             }
             crate::fpenv::mask_traps();
             work.prepare();
@@ -350,8 +352,9 @@ fn serve(socket: libc::c_int, work: &mut dyn Work, backstop: Option<u32>) -> ! {
         let pid = unsafe { libc::fork() };
         if pid == 0 {
             // SAFETY (the child): plain system calls. It dies with the spawner (at once if the
-            // spawner is already gone) and past its time limit even if nobody watches it; a
-            // crash handler of the host's must not take its crash.
+            // spawner is already gone) and past its time limit even if nobody watches it (a
+            // crash handler of the host's no longer takes its crash: the spawner put the
+            // default actions back).
             unsafe {
                 libc::close(socket);
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -361,7 +364,6 @@ fn serve(socket: libc::c_int, work: &mut dyn Work, backstop: Option<u32>) -> ! {
                 if let Some(seconds) = backstop {
                     libc::alarm(seconds);
                 }
-                super::worker::default_fatal_signals();
             }
             work.child();
             // SAFETY: leaving without running destructors.
@@ -484,6 +486,27 @@ fn reap(pid: libc::pid_t) {
     let mut status: libc::c_int = 0;
     // SAFETY: our own child, ended.
     while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && interrupted() {}
+}
+
+/// Puts the default action back on the signals a crash raises (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+/// SIGABRT), in a forked process (a spawner, whose children inherit it; a child that loads a
+/// library): a handler the host installed (Rust's stack-overflow handler, Python's
+/// faulthandler) must not swallow or report the process's crash as the host's. The process
+/// then dies of the signal, which is what its parent reads.
+///
+/// # Safety
+/// Only in a forked process whose crash is its own to die of, never in the host.
+pub(crate) unsafe fn default_fatal_signals() {
+    for sig in [
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGILL,
+        libc::SIGFPE,
+        libc::SIGABRT,
+    ] {
+        // SAFETY: resetting a disposition to its default is always allowed.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+    }
 }
 
 /// Whether the last system call was interrupted by a signal.

@@ -374,23 +374,3 @@ pub fn wait_any(workers: &[Worker], timeout: Option<Duration>) {
     // SAFETY: `fds` is a live array of as many pollfd.
     unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
 }
-
-/// Puts the default action back on the signals a crash raises (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
-/// SIGABRT), in a forked child: a handler the host installed (Rust's stack-overflow handler,
-/// Python's faulthandler) must not swallow or report the child's crash as the host's. The
-/// child then dies of the signal, which is what its parent reads.
-///
-/// # Safety
-/// Only in a forked child that runs nothing of the host's afterwards.
-pub(crate) unsafe fn default_fatal_signals() {
-    for sig in [
-        libc::SIGSEGV,
-        libc::SIGBUS,
-        libc::SIGILL,
-        libc::SIGFPE,
-        libc::SIGABRT,
-    ] {
-        // SAFETY: resetting a disposition to its default is always allowed.
-        unsafe { libc::signal(sig, libc::SIG_DFL) };
-    }
-}

@@ -52,7 +52,7 @@ pub(super) fn try_load(path: &Path, symbol: &str) -> Result<String> {
         unsafe {
             libc::close(read_end);
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            crate::driver::worker::default_fatal_signals();
+            crate::driver::spawner::default_fatal_signals();
             let words = match super::load(path, symbol) {
                 Ok((_, name)) => format!("ok {name}"),
                 Err(e) => format!("error {}", e.message),
