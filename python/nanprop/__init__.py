@@ -129,9 +129,10 @@ def load(
         at the call, NaN tags surviving, and sizes Jacobian steps for float).
     open_in_worker : load the library in a forked child first (a constructor that aborts,
         crashes or calls ``exit()`` is then a `BlackBoxError`, not the end of Python), and in
-        each process that calls the routine from then on: with ``isolate=True`` or
-        ``processes=`` those are nanprop's workers, so the library's code never runs in Python's
-        process. Default False: loaded here, now.
+        the processes that call the routine from then on: with ``isolate=True`` or
+        ``processes=`` those are nanprop's workers (each loads it once, and its evaluations
+        inherit it), so the library's code never runs in Python's process. Default False:
+        loaded here, now.
 
     Raises `InvalidArgumentError` when the file, or the symbol under any of its names, is not
     found. A routine called with the wrong convention reads the wrong memory: trace it with

@@ -97,7 +97,9 @@ pub struct TraceOptions {
     /// none), for black boxes that are not thread-safe; implies isolation.
     pub processes: usize,
     /// Run every evaluation in a forked worker process ([`crate::driver::worker`]): a crash,
-    /// abort, `exit()` or hang becomes an error naming it, and the caller survives. Default off.
+    /// abort, `exit()` or hang becomes an error naming it, and the caller survives. Each
+    /// evaluation starts from this process's state when the trace began (the processes are
+    /// forked from a copy made then). Default off.
     pub isolate: bool,
     /// With `isolate` or `processes`: the longest one evaluation may take (None: no limit).
     pub timeout: Option<Duration>,
