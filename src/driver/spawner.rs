@@ -1,5 +1,5 @@
-//! The spawner: a small process that forks a worker's children, so that the host never forks
-//! once the trace is under way.
+//! The spawner: a process that does nothing but fork a worker's children, so that the host does
+//! not fork once the trace is under way.
 //!
 //! # Why
 //!
@@ -21,6 +21,10 @@
 //! not once per evaluation. A spawner that dies making the black box ready (a constructor that
 //! aborts) is reaped, and the evaluation fails as the spawner did (killed by SIGABRT).
 //!
+//! What the spawner does not remove is the fork's own cost, which grows with the memory of the
+//! process forked: the spawner holds the host's as it was, and a host holding a gigabyte when
+//! the trace begins pays about 40 ms a fork on the benchmark machine (page tables copied).
+//!
 //! # What a child sees
 //!
 //! A child starts from the spawner's memory, which is the host's at the spawner's fork: the
@@ -36,7 +40,9 @@
 //! for or the host goes away. Until then the child's process id cannot be given to another
 //! process, so the host may kill it by that id (its time limit passed) without a race. The
 //! spawner puts SIGCHLD back to its default action, so a host that ignores SIGCHLD or reaps its
-//! children in a handler does not take the children's exit status from it.
+//! children in a handler does not take the children's exit status from it, and the crash
+//! signals too ([`default_fatal_signals`]), so that a host's crash handler does not take a
+//! child's crash.
 //!
 //! The spawner dies with the thread of the host that made it (`PR_SET_PDEATHSIG`), the children
 //! with the spawner; when the worker is dropped, the host tells the spawner to leave (it reaps
@@ -244,11 +250,16 @@ impl Spawner {
     /// How a spawner that is gone ended (its socket closed: it died, killed from outside or in
     /// the black box's preparation), reaped here.
     pub(crate) fn death(&mut self) -> Ended {
-        let mut status: libc::c_int = 0;
-        if self.reaped || !reaped_within(self.pid, LEAVING, &mut status) {
+        if self.reaped {
             return Ended::Unknown;
         }
+        let Some(reaped) = reap_within(self.pid, LEAVING) else {
+            return Ended::Unknown;
+        };
         self.reaped = true;
+        let Some(status) = reaped else {
+            return Ended::Unknown; // taken by someone else
+        };
         if libc::WIFSIGNALED(status) {
             Ended::Signaled(libc::WTERMSIG(status))
         } else if libc::WIFEXITED(status) {
@@ -318,11 +329,10 @@ impl Drop for Spawner {
             libc::send(self.socket, quit.as_ptr().cast(), 1, libc::MSG_NOSIGNAL);
             libc::close(self.socket);
         }
-        let mut status: libc::c_int = 0;
-        if !self.reaped && !reaped_within(self.pid, LEAVING, &mut status) {
+        if !self.reaped && reap_within(self.pid, LEAVING).is_none() {
             // SAFETY: our own child, not reaped yet.
             unsafe { libc::kill(self.pid, libc::SIGKILL) };
-            reaped_within(self.pid, LEAVING, &mut status);
+            reap_within(self.pid, LEAVING);
         }
     }
 }
@@ -465,17 +475,21 @@ const LEAVING: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Reaps our child `pid` once it has ended, looking every 100 microseconds for at most
 /// `limit`, without blocking on other children (a blocking `waitpid` waits for every child
-/// when the host ignores SIGCHLD); whether it was reaped (its wait status then in `status`)
-/// or taken by someone else (`status` then untouched).
-fn reaped_within(pid: libc::pid_t, limit: std::time::Duration, status: &mut libc::c_int) -> bool {
+/// when the host ignores SIGCHLD): `None` when it has not ended by then; else its wait status,
+/// or `None` in it when someone else took it (a host that ignores SIGCHLD).
+fn reap_within(pid: libc::pid_t, limit: std::time::Duration) -> Option<Option<libc::c_int>> {
     let deadline = std::time::Instant::now() + limit;
+    let mut status: libc::c_int = 0;
     loop {
         // SAFETY: our own child, not reaped yet (its pid cannot have been reused).
-        if unsafe { libc::waitpid(pid, status, libc::WNOHANG) } != 0 {
-            return true; // reaped, or taken by someone else (ECHILD)
+        match unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } {
+            0 => {}
+            r if r > 0 => return Some(Some(status)),
+            _ if interrupted() => {}
+            _ => return Some(None),
         }
         if std::time::Instant::now() >= deadline {
-            return false;
+            return None;
         }
         std::thread::sleep(std::time::Duration::from_micros(100));
     }
