@@ -5,9 +5,11 @@
 use super::buckets::BucketQueue;
 use super::columns::ColumnRows;
 use super::forbidden::first_free;
+use super::saturation::Reach;
 use super::Order;
 use crate::error::{collect, filled, reserve, Result};
 use crate::pattern::Pattern;
+use crate::prefetch::prefetch;
 use crate::rng::Rng;
 
 /// The pattern's adjacency in both directions (its rows, and the rows of each column:
@@ -18,6 +20,14 @@ pub(super) struct Graph<'a> {
     t: ColumnRows<'a>,
     mark: Vec<u32>,
     generation: u32,
+    /// The distance-2 degrees, once counted (largest-first, smallest-last and dynamic
+    /// largest-first all start from them: best-of counts them once).
+    degrees: Vec<usize>,
+    /// Whether the walks ask for each level ahead (rows reaching far-apart columns of a large
+    /// pattern: saturation's `Reach::FarAndLarge`).
+    far: bool,
+    /// The last walk's distinct neighbours ([`Graph::neighbours`]).
+    near: Vec<u32>,
 }
 
 impl<'a> Graph<'a> {
@@ -27,6 +37,9 @@ impl<'a> Graph<'a> {
             t: ColumnRows::new(p)?,
             mark: Vec::new(),
             generation: 0,
+            degrees: Vec::new(),
+            far: Reach::of(p) == Reach::FarAndLarge,
+            near: Vec::new(),
         })
     }
 
@@ -38,51 +51,56 @@ impl<'a> Graph<'a> {
         Ok(())
     }
 
-    /// Calls `f` once for each distinct column sharing a row with `v` (not `v` itself).
-    /// The marker must have been made ([`Graph::marks`]).
-    fn for_each_neighbour(&mut self, v: usize, mut f: impl FnMut(usize)) {
+    /// A new stamp for a walk from `v`, `v` marked with it. The marker must have been made
+    /// ([`Graph::marks`]).
+    #[inline]
+    fn stamp(&mut self, v: usize) -> u32 {
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
             // Wrapped: old marks could equal the new generation.
             self.mark.iter_mut().for_each(|m| *m = 0);
             self.generation = 1;
         }
-        let stamp = self.generation;
-        self.mark[v] = stamp;
-        for &i in self.t.of(v) {
-            for &k in self.p.row(i as usize) {
-                if self.mark[k as usize] != stamp {
-                    self.mark[k as usize] = stamp;
-                    f(k as usize);
-                }
-            }
-        }
+        self.mark[v] = self.generation;
+        self.generation
     }
 
-    pub(super) fn degrees(&mut self) -> Result<Vec<usize>> {
+    /// The distinct columns sharing a row with `v` (not `v` itself), in the order the walk
+    /// meets them, in a buffer the walks share.
+    fn neighbours(&mut self, v: usize) -> Result<&[u32]> {
         self.marks()?;
-        let mut deg = filled(0, self.p.cols(), "degrees")?;
-        for (v, d) in deg.iter_mut().enumerate() {
-            self.for_each_neighbour(v, |_| *d += 1);
-        }
-        Ok(deg)
-    }
-
-    /// As [`Graph::for_each_neighbour`], for an `f` that can fail: the first error is returned
-    /// (the remaining neighbours are still visited, without `f`).
-    fn try_each_neighbour(
-        &mut self,
-        v: usize,
-        mut f: impl FnMut(usize) -> Result<()>,
-    ) -> Result<()> {
-        self.marks()?;
-        let mut outcome = Ok(());
-        self.for_each_neighbour(v, |w| {
-            if outcome.is_ok() {
-                outcome = f(w);
-            }
+        let stamp = self.stamp(v);
+        let rows = self.t.of(v);
+        let most: usize = rows.iter().map(|&i| self.p.row(i as usize).len()).sum();
+        self.near.clear();
+        reserve(&mut self.near, most, "neighbours")?;
+        let near = &mut self.near;
+        walk(self.p, rows, &mut self.mark, stamp, self.far, |k| {
+            near.push(k)
         });
-        outcome
+        Ok(&self.near)
+    }
+
+    /// The distance-2 degree of every column (the number of distinct columns sharing a row
+    /// with it), counted on the first call.
+    pub(super) fn degrees(&mut self) -> Result<&[usize]> {
+        if self.degrees.len() != self.p.cols() {
+            self.marks()?;
+            let mut deg = filled(0, self.p.cols(), "degrees")?;
+            for (v, d) in deg.iter_mut().enumerate() {
+                let stamp = self.stamp(v);
+                walk(
+                    self.p,
+                    self.t.of(v),
+                    &mut self.mark,
+                    stamp,
+                    self.far,
+                    |_| *d += 1,
+                );
+            }
+            self.degrees = deg;
+        }
+        Ok(&self.degrees)
     }
 
     /// Greedy coloring in `order`; returns the colors and their count.
@@ -123,8 +141,8 @@ impl<'a> Graph<'a> {
                 v
             }
             Order::LargestFirst => {
-                let deg = self.degrees()?;
                 let mut v = all()?;
+                let deg = self.degrees()?;
                 v.sort_by_key(|&j| std::cmp::Reverse(deg[j as usize]));
                 v
             }
@@ -134,7 +152,7 @@ impl<'a> Graph<'a> {
                 reserve(&mut removed, n, "an order")?;
                 while let Some(v) = q.pop_min() {
                     removed.push(v as u32);
-                    self.try_each_neighbour(v, |w| q.decrement(w))?;
+                    q.decrement_all(self.neighbours(v)?)?;
                 }
                 removed.reverse();
                 removed
@@ -145,18 +163,18 @@ impl<'a> Graph<'a> {
                 reserve(&mut out, n, "an order")?;
                 while let Some(v) = q.pop_max() {
                     out.push(v as u32);
-                    self.try_each_neighbour(v, |w| q.decrement(w))?;
+                    q.decrement_all(self.neighbours(v)?)?;
                 }
                 out
             }
             Order::Saturation => self.saturation(true)?.0,
             Order::IncidenceDegree => {
-                let mut q = BucketQueue::new(filled(0, n, "vertex keys")?)?;
+                let mut q = BucketQueue::new(&filled(0, n, "vertex keys")?)?;
                 let mut out = Vec::new();
                 reserve(&mut out, n, "an order")?;
                 while let Some(v) = q.pop_max() {
                     out.push(v as u32);
-                    self.try_each_neighbour(v, |w| q.increment(w))?;
+                    q.increment_all(self.neighbours(v)?)?;
                 }
                 out
             }
@@ -207,5 +225,125 @@ impl<'a> Graph<'a> {
             (colors, count) = (new, new_count);
         }
         Ok((colors, count))
+    }
+}
+
+/// Calls `f` once for each column of `rows` not marked with `stamp`, marking it. With `far`
+/// (large patterns whose rows reach far-apart columns) each level of the walk is asked for
+/// first (the rows' places, their columns, the columns' marks), so a level's scattered reads
+/// overlap, as saturation's walks do (`saturation.rs`, `prefetch_walk`): random 5 per row at
+/// n = 10^6, smallest-last 3.5 -> 2.5 s with its queue's records asked for too (`buckets.rs`).
+fn walk(
+    p: &Pattern,
+    rows: &[u32],
+    mark: &mut [u32],
+    stamp: u32,
+    far: bool,
+    mut f: impl FnMut(u32),
+) {
+    if far {
+        let (row_ptr, col_idx) = (p.row_ptr(), p.col_idx());
+        for &i in rows {
+            prefetch(row_ptr, i as usize + 1);
+        }
+        for &i in rows {
+            prefetch(col_idx, row_ptr[i as usize]);
+        }
+        for &i in rows {
+            for &k in p.row(i as usize) {
+                prefetch(mark, k as usize);
+            }
+        }
+    }
+    for &i in rows {
+        for &k in p.row(i as usize) {
+            if mark[k as usize] != stamp {
+                mark[k as usize] = stamp;
+                f(k);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing as synthetic;
+    use std::collections::BTreeMap;
+
+    /// Replays a dynamic order naively: every step must take a vertex whose key (its neighbours
+    /// still in the queue for smallest-last and dynamic largest-first, those already taken for
+    /// incidence-degree) is the smallest (smallest-last) or the largest (the others) among the
+    /// vertices left.
+    fn follows_its_definition(p: &Pattern, order: Order) {
+        let n = p.cols();
+        let by_columns = p.transpose_structure().unwrap();
+        let neighbours = |v: usize| -> Vec<usize> {
+            let mut w: Vec<usize> = (by_columns.col(v).iter())
+                .flat_map(|&i| p.row(i as usize).iter().map(|&j| j as usize))
+                .filter(|&j| j != v)
+                .collect();
+            w.sort_unstable();
+            w.dedup();
+            w
+        };
+        let mut seq: Vec<usize> = (Graph::new(p).unwrap().order(order).unwrap().into_iter())
+            .map(|v| v as usize)
+            .collect();
+        if order == Order::SmallestLast {
+            seq.reverse(); // the order removed
+        }
+        let mut key: Vec<usize> = match order {
+            Order::IncidenceDegree => vec![0; n],
+            _ => (0..n).map(|v| neighbours(v).len()).collect(),
+        };
+        let mut left: BTreeMap<usize, usize> = BTreeMap::new();
+        for &k in &key {
+            *left.entry(k).or_default() += 1;
+        }
+        let mut taken = vec![false; n];
+        for (step, &v) in seq.iter().enumerate() {
+            let best = match order {
+                Order::SmallestLast => *left.keys().next().unwrap(),
+                _ => *left.keys().next_back().unwrap(),
+            };
+            assert_eq!(key[v], best, "{order:?}, step {step}, vertex {v}");
+            taken[v] = true;
+            let drop_one = |left: &mut BTreeMap<usize, usize>, k: usize| {
+                let c = left.get_mut(&k).unwrap();
+                *c -= 1;
+                if *c == 0 {
+                    left.remove(&k);
+                }
+            };
+            drop_one(&mut left, key[v]);
+            for w in neighbours(v).into_iter().filter(|&w| !taken[w]) {
+                drop_one(&mut left, key[w]);
+                key[w] = match order {
+                    Order::IncidenceDegree => key[w] + 1,
+                    _ => key[w] - 1,
+                };
+                *left.entry(key[w]).or_default() += 1;
+            }
+        }
+        assert_eq!(seq.len(), n);
+        assert!(taken.iter().all(|&t| t), "{order:?}: every vertex once");
+    }
+
+    #[test]
+    fn the_dynamic_orders_take_a_vertex_of_extreme_key_at_every_step() {
+        // A mesh (walked as it is) and a random pattern of more than 2^16 columns whose rows
+        // reach far apart (walked with each level asked for first).
+        let random = synthetic::random_sparse(70_000, 70_000, 3, 5);
+        assert_eq!(Reach::of(&random), Reach::FarAndLarge);
+        for p in [synthetic::stencil_2d(30), random] {
+            for order in [
+                Order::SmallestLast,
+                Order::DynamicLargestFirst,
+                Order::IncidenceDegree,
+            ] {
+                follows_its_definition(&p, order);
+            }
+        }
     }
 }

@@ -256,7 +256,7 @@ fn walk_in_order(
 
 /// How far a column's walk reaches, which decides how it is walked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Reach {
+pub(super) enum Reach {
     /// Rows whose columns lie close together on average (banded, meshes): the walk's records
     /// stay in cache and the order moves as a front through them, so one walk with a branch
     /// per neighbour is cheapest (against listing first: banded 10^4 1.6 -> 1.2 ms, the
@@ -276,7 +276,7 @@ impl Reach {
     /// Far: rows spanning 4096 columns (64 KB of records) on average; large: 2^16 columns
     /// (their records alone 1 MB, half this machine's L2). On banded and mesh patterns the
     /// cache holds the walk and prefetching only costs (banded n = 10^6: 0.28 -> 0.35 s).
-    fn of(p: &Pattern) -> Reach {
+    pub(super) fn of(p: &Pattern) -> Reach {
         const LARGE: usize = 1 << 16;
         const FAR: usize = 1 << 12;
         let spread: usize = (0..p.rows())
