@@ -37,16 +37,18 @@
 //!
 //! Every order and every greedy pass visits the distance-2 neighbourhoods once:
 //! O(sum over rows of (row length)^2) time, O(nnz + n + m) memory (the transposed structure
-//! unless the pattern is symmetric, bucket queues for the dynamic
-//! orders, stamp arrays for the forbidden colors; saturation keeps a 16-byte record per
+//! unless the pattern is symmetric, bucket queues for the dynamic orders with an 8-byte
+//! record per column, the degrees counted once, stamp arrays for the forbidden colors and a
+//! buffer of one walk's neighbours; saturation keeps a 16-byte record per
 //! column, a buffer as long as the longest walk, a copy of the column lists without repeated
 //! rows when there are some, and for the columns that see more than 64 colors a bit per
 //! color they see). No order costs more than that: saturation's question "is this color new
 //! to this column" is O(1) (`seen.rs`). Measured (`nanprop-bench --coloring`, medians): the
-//! default 0.9-3.6x the natural order's time on the benchmark's patterns (random 5 per row at
-//! n = 10^6: 1.4 s against 0.6 s; 5.6x on random 10^5, where runs are noisiest), where every
-//! order plus recoloring takes up to 79x; saturation's walk is laid out for memory latency
-//! (`saturation.rs`).
+//! default 0.9-3.6x the natural order's time on the benchmark's patterns over the last runs
+//! (random 5 per row at n = 10^6: about 1 s against 0.5 s; random 10^5 is the noisiest), where
+//! every order plus recoloring takes up to 36-49x; saturation's walk is laid out for memory
+//! latency (`saturation.rs`), and on large patterns whose rows reach far apart the other
+//! orders' walks ask for each level first (`graph.rs`).
 //!
 //! # Result
 //!
