@@ -24,7 +24,7 @@ pub(super) struct Graph<'a> {
     /// largest-first all start from them: best-of counts them once).
     degrees: Vec<usize>,
     /// Whether the walks ask for each level ahead (rows reaching far-apart columns of a large
-    /// pattern: saturation's `Reach::FarAndLarge`).
+    /// pattern: saturation's `Reach::FarAndLarge`), told with the marker ([`Graph::marks`]).
     far: bool,
     /// The last walk's distinct neighbours ([`Graph::neighbours`]).
     near: Vec<u32>,
@@ -38,15 +38,18 @@ impl<'a> Graph<'a> {
             mark: Vec::new(),
             generation: 0,
             degrees: Vec::new(),
-            far: Reach::of(p) == Reach::FarAndLarge,
+            far: false,
             near: Vec::new(),
         })
     }
 
-    /// Makes the marker of distinct neighbours, once.
+    /// Makes the marker of distinct neighbours, once, and tells how far the walks reach (one
+    /// pass over the rows: the colorings that never walk neighbourhoods, saturation and greedy
+    /// passes, do not pay it).
     fn marks(&mut self) -> Result<()> {
         if self.mark.len() != self.p.cols() {
             self.mark = filled(0, self.p.cols(), "column marks")?;
+            self.far = Reach::of(self.p) == Reach::FarAndLarge;
         }
         Ok(())
     }
