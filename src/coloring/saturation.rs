@@ -491,16 +491,8 @@ mod tests {
         for (k, p) in patterns.iter().enumerate() {
             // The stencil and the band are symmetric: colored from their own rows.
             let t = ColumnRows::new(p).unwrap();
-            let by_columns = p.transpose_structure().unwrap();
-            let neighbours = |v: usize| -> Vec<usize> {
-                let mut w: Vec<usize> = (by_columns.col(v).iter())
-                    .flat_map(|&i| p.row(i as usize).iter().map(|&j| j as usize))
-                    .filter(|&j| j != v)
-                    .collect();
-                w.sort_unstable();
-                w.dedup();
-                w
-            };
+            let lists = super::super::graph::naive_neighbours(p);
+            let neighbours = |v: usize| lists[v].clone();
             for reach in [Reach::Near, Reach::Far, Reach::FarAndLarge] {
                 let (order, colors, count) =
                     walk_in_order(p, &t, &Walks::new(p, &t).unwrap(), reach, true).unwrap();
