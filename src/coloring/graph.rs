@@ -23,8 +23,8 @@ pub(super) struct Graph<'a> {
     /// The distance-2 degrees, once counted (largest-first, smallest-last and dynamic
     /// largest-first all start from them: best-of counts them once).
     degrees: Vec<usize>,
-    /// Whether the walks ask for each level ahead (rows reaching far-apart columns of a large
-    /// pattern: saturation's `Reach::FarAndLarge`), told with the marker ([`Graph::marks`]).
+    /// Whether the walks and greedy passes ask for each level ahead (rows reaching far-apart
+    /// columns of a large pattern: saturation's `Reach::FarAndLarge`).
     far: bool,
     /// The last walk's distinct neighbours ([`Graph::neighbours`]).
     near: Vec<u32>,
@@ -38,18 +38,15 @@ impl<'a> Graph<'a> {
             mark: Vec::new(),
             generation: 0,
             degrees: Vec::new(),
-            far: false,
+            far: Reach::of(p) == Reach::FarAndLarge,
             near: Vec::new(),
         })
     }
 
-    /// Makes the marker of distinct neighbours, once, and tells how far the walks reach (one
-    /// pass over the rows: the colorings that never walk neighbourhoods, saturation and greedy
-    /// passes, do not pay it).
+    /// Makes the marker of distinct neighbours, once.
     fn marks(&mut self) -> Result<()> {
         if self.mark.len() != self.p.cols() {
             self.mark = filled(0, self.p.cols(), "column marks")?;
-            self.far = Reach::of(self.p) == Reach::FarAndLarge;
         }
         Ok(())
     }
@@ -112,7 +109,12 @@ impl<'a> Graph<'a> {
         let mut color = filled(u32::MAX, n, "colors")?;
         let mut forbidden: Vec<u32> = Vec::new();
         let mut colors = 0usize;
-        for &v in order {
+        for (at, &v) in order.iter().enumerate() {
+            if self.far {
+                // The order is known: the walks a few columns ahead are asked for a level at a
+                // time, so each level's scattered reads overlap with the walks between.
+                ask_ahead(self.p, &self.t, &color, order, at);
+            }
             let v = v as usize;
             let stamp = v as u32;
             for &i in self.t.of(v) {
@@ -231,6 +233,40 @@ impl<'a> Graph<'a> {
     }
 }
 
+/// How many places ahead of the column being colored a greedy pass asks for each level of a
+/// walk: where its rows are listed, its rows; their places; their columns; the columns' colors.
+/// Random 5 per row at 10^6: the natural pass 538 -> 259 ms, a random order 738 -> 413 ms (min
+/// of 3 runs each); on meshes and bands (not far-reaching) it only cost (the band at 10^6
+/// 75 -> 124 ms), so they do not ask.
+const AHEAD: [usize; 4] = [12, 8, 4, 2];
+
+/// Asks for one level each of the walks of the columns [`AHEAD`] places after `at` in `order`.
+fn ask_ahead(p: &Pattern, t: &ColumnRows, color: &[u32], order: &[u32], at: usize) {
+    let (row_ptr, col_idx) = (p.row_ptr(), p.col_idx());
+    let (starts, rows) = (t.starts(), t.rows());
+    if let Some(&u) = order.get(at + AHEAD[0]) {
+        prefetch(starts, u as usize);
+        prefetch(rows, starts[u as usize]);
+    }
+    if let Some(&u) = order.get(at + AHEAD[1]) {
+        for &i in t.of(u as usize) {
+            prefetch(row_ptr, i as usize);
+        }
+    }
+    if let Some(&u) = order.get(at + AHEAD[2]) {
+        for &i in t.of(u as usize) {
+            prefetch(col_idx, row_ptr[i as usize]);
+        }
+    }
+    if let Some(&u) = order.get(at + AHEAD[3]) {
+        for &i in t.of(u as usize) {
+            for &k in p.row(i as usize) {
+                prefetch(color, k as usize);
+            }
+        }
+    }
+}
+
 /// Calls `f` once for each column of `rows` not marked with `stamp`, marking it. With `far`
 /// (large patterns whose rows reach far-apart columns) each level of the walk is asked for
 /// first (the rows' places, their columns, the columns' marks), so a level's scattered reads
@@ -341,6 +377,30 @@ mod tests {
         }
         assert_eq!(seq.len(), n);
         assert!(taken.iter().all(|&t| t), "{order:?}: every vertex once");
+    }
+
+    #[test]
+    fn greedy_passes_give_each_column_the_smallest_color_free_among_its_neighbours() {
+        // A mesh and a random pattern of more than 2^16 columns whose rows reach far apart
+        // (its passes ask ahead along the order), in the natural order and a random one.
+        let random = synthetic::random_sparse(70_000, 70_000, 3, 9);
+        assert!(Graph::new(&random).unwrap().far);
+        for p in [synthetic::stencil_2d(30), random] {
+            let lists = naive_neighbours(&p);
+            for order in [Order::Natural, Order::Random(4)] {
+                let mut g = Graph::new(&p).unwrap();
+                let seq = g.order(order).unwrap();
+                let (colors, count) = g.greedy(&seq).unwrap();
+                let mut naive = vec![u32::MAX; p.cols()];
+                for &v in &seq {
+                    let used: std::collections::HashSet<u32> =
+                        lists[v as usize].iter().map(|&w| naive[w]).collect();
+                    naive[v as usize] = (0..).find(|c| !used.contains(c)).unwrap();
+                }
+                assert_eq!(colors, naive, "{order:?}");
+                assert_eq!(count, *naive.iter().max().unwrap() as usize + 1);
+            }
+        }
     }
 
     #[test]
