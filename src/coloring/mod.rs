@@ -44,11 +44,11 @@
 //! rows when there are some, and for the columns that see more than 64 colors a bit per
 //! color they see). No order costs more than that: saturation's question "is this color new
 //! to this column" is O(1) (`seen.rs`). Measured (`nanprop-bench --coloring`, medians): the
-//! default 0.9-3.6x the natural order's time on the benchmark's patterns over the last runs
-//! (random 5 per row at n = 10^6: about 1 s against 0.5 s; random 10^5 is the noisiest), where
-//! every order plus recoloring takes up to 36-49x; saturation's walk is laid out for memory
+//! default 1.0-2.2x the natural order's time on the benchmark's patterns, but 4.1x on random
+//! 5 per row at n = 10^6 (about 1 s against 0.23 s, since greedy passes ask ahead there), where
+//! every order plus recoloring takes up to 40x; saturation's walk is laid out for memory
 //! latency (`saturation.rs`), and on large patterns whose rows reach far apart the other
-//! orders' walks ask for each level first (`graph.rs`).
+//! orders' walks and the greedy passes ask for each level first (`graph.rs`).
 //!
 //! # Result
 //!
