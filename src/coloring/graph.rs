@@ -5,7 +5,7 @@
 use super::buckets::BucketQueue;
 use super::columns::ColumnRows;
 use super::forbidden::first_free;
-use super::saturation::Reach;
+use super::saturation::{prefetch_walk, Reach};
 use super::Order;
 use crate::error::{collect, filled, reserve, Result};
 use crate::pattern::Pattern;
@@ -281,18 +281,7 @@ fn walk(
     mut f: impl FnMut(u32),
 ) {
     if far {
-        let (row_ptr, col_idx) = (p.row_ptr(), p.col_idx());
-        for &i in rows {
-            prefetch(row_ptr, i as usize + 1);
-        }
-        for &i in rows {
-            prefetch(col_idx, row_ptr[i as usize]);
-        }
-        for &i in rows {
-            for &k in p.row(i as usize) {
-                prefetch(mark, k as usize);
-            }
-        }
+        prefetch_walk(p, rows, mark);
     }
     for &i in rows {
         for &k in p.row(i as usize) {

@@ -301,7 +301,7 @@ impl Reach {
 /// Asks for what the walk over `rows` will read, level by level (the rows' places, their
 /// columns, the columns' records), so the scattered reads of one level overlap instead of
 /// waiting for each other.
-fn prefetch_walk(p: &Pattern, rows: &[u32], cols: &[Column]) {
+pub(super) fn prefetch_walk<T>(p: &Pattern, rows: &[u32], cols: &[T]) {
     use crate::prefetch::prefetch;
     let (row_ptr, col_idx) = (p.row_ptr(), p.col_idx());
     for &i in rows {

@@ -196,15 +196,7 @@ impl Spawner {
     pub(crate) fn start(&mut self) -> std::result::Result<libc::pid_t, Option<String>> {
         debug_assert_eq!(self.child, 0, "one child at a time");
         let ask = [RUN];
-        // SAFETY: sending one byte from a live buffer; MSG_NOSIGNAL: a gone spawner is an
-        // error here, not a SIGPIPE for the host.
-        let sent = loop {
-            let k = unsafe { libc::send(self.socket, ask.as_ptr().cast(), 1, libc::MSG_NOSIGNAL) };
-            if k >= 0 || !interrupted() {
-                break k;
-            }
-        };
-        if sent != 1 {
+        if !send_all(self.socket, &ask) {
             return Err(None);
         }
         match self.receive(true) {
@@ -323,12 +315,10 @@ impl Drop for Spawner {
             // SAFETY: as in `kill`.
             unsafe { libc::kill(self.child, libc::SIGKILL) };
         }
-        let quit = [QUIT];
-        // SAFETY: sending one byte from a live buffer, then closing our own descriptor.
-        unsafe {
-            libc::send(self.socket, quit.as_ptr().cast(), 1, libc::MSG_NOSIGNAL);
-            libc::close(self.socket);
-        }
+        // A spawner already gone is reaped below all the same.
+        send_all(self.socket, &[QUIT]);
+        // SAFETY: our own descriptor.
+        unsafe { libc::close(self.socket) };
         if !self.reaped && reap_within(self.pid, LEAVING).is_none() {
             // SAFETY: our own child, not reaped yet.
             unsafe { libc::kill(self.pid, libc::SIGKILL) };
@@ -448,15 +438,27 @@ fn leave(unreaped: libc::pid_t) -> ! {
 
 /// Sends a report to the host; false when the host is gone.
 fn tell(socket: libc::c_int, report: Report) -> bool {
-    let size = std::mem::size_of::<Report>();
+    // SAFETY: `Report` is four i32 (`repr(C)`, no padding): its bytes are plain data.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(
+            (&report as *const Report).cast::<u8>(),
+            std::mem::size_of::<Report>(),
+        )
+    };
+    send_all(socket, bytes)
+}
+
+/// Sends all of `bytes` on `socket` (again after a signal); false when the other end is gone.
+/// `MSG_NOSIGNAL`: a gone peer is an error here, not a SIGPIPE that would end the process.
+fn send_all(socket: libc::c_int, bytes: &[u8]) -> bool {
     let mut sent = 0usize;
-    while sent < size {
-        // SAFETY: sending the rest of a live report; MSG_NOSIGNAL as in `Spawner::start`.
+    while sent < bytes.len() {
+        // SAFETY: sending the rest of a live buffer.
         let k = unsafe {
             libc::send(
                 socket,
-                (&report as *const Report).cast::<u8>().add(sent).cast(),
-                size - sent,
+                bytes[sent..].as_ptr().cast(),
+                bytes.len() - sent,
                 libc::MSG_NOSIGNAL,
             )
         };
