@@ -240,7 +240,9 @@ pub fn color(p: &Pattern, options: &ColoringOptions) -> crate::error::Result<Col
             order: Order::Natural,
         });
     }
-    let mut g = Graph::new(p)?;
+    // The column graph (the rows of each column) is made by the first order that walks by
+    // rows: saturation on large far-reaching patterns walks spans of its own.
+    let mut graph: Option<Graph> = None;
     let orders: Vec<Order> = match options.strategy {
         Strategy::BestOf => Order::all(options.seed).to_vec(),
         Strategy::Only(o) => vec![o],
@@ -250,9 +252,11 @@ pub fn color(p: &Pattern, options: &ColoringOptions) -> crate::error::Result<Col
     let mut best: Option<Coloring> = None;
     for order in orders {
         let (colors, num_colors) = if order == Order::Saturation {
-            let (_, colors, k) = g.saturation(false)?;
+            let t = graph.as_ref().map(Graph::columns);
+            let (_, colors, k) = saturation::saturation(p, t, false)?;
             (colors, k)
         } else {
+            let g = made(&mut graph, p)?;
             let seq = g.order(order)?;
             g.greedy(&seq)?
         };
@@ -268,17 +272,31 @@ pub fn color(p: &Pattern, options: &ColoringOptions) -> crate::error::Result<Col
         }
     }
     let best = best.expect("at least one order");
-    let (colors, num_colors) = g.recolor(
-        best.colors,
-        best.num_colors,
-        options.recolor_iterations,
-        options.seed,
-        target,
-    )?;
+    let (colors, num_colors) = match options.recolor_iterations {
+        0 => (best.colors, best.num_colors),
+        rounds => made(&mut graph, p)?.recolor(
+            best.colors,
+            best.num_colors,
+            rounds,
+            options.seed,
+            target,
+        )?,
+    };
     Ok(Coloring {
         colors,
         num_colors,
         order: best.order,
+    })
+}
+
+/// The column graph of `p` in `graph`, made on the first call.
+fn made<'g, 'p>(
+    graph: &'g mut Option<Graph<'p>>,
+    p: &'p Pattern,
+) -> crate::error::Result<&'g mut Graph<'p>> {
+    Ok(match graph.take() {
+        Some(g) => graph.insert(g),
+        None => graph.insert(Graph::new(p)?),
     })
 }
 

@@ -19,18 +19,26 @@
 //! uncolored neighbours, so their reads overlap, and a second tells them.
 //!
 //! On large patterns the cost is memory latency: every neighbour visit is a read at a
-//! scattered column, at the end of a chain of dependent reads (the column's rows, each row's
-//! place, its columns). So:
+//! scattered column, at the end of a chain of dependent reads (where the column's rows are
+//! listed, its rows, each row's place, its columns, their records). So:
 //! * what the walk and the queue ask about a column sits in one 16-byte record ([`Column`]:
 //!   its color or its saturation, its place in its bucket, the colors below 64 it has been
 //!   told), one cache line where separate arrays took five; colors from 64 up are kept by
 //!   [`Seen`];
-//! * on large patterns whose rows reach far-apart columns ([`Reach::FarAndLarge`]) the walk
-//!   first asks for each level of the chain ahead ([`prefetch_walk`]), so a level's reads
-//!   overlap, and the columns under the queue's top, those popped next unless a raise comes
-//!   between, are asked for a level of their walks at a time over the pops before them
-//!   ([`prefetch_ahead`]);
-//! * runs of equal rows (several unknowns per mesh node) are walked once ([`Walks`]).
+//! * on large patterns whose rows reach far-apart columns ([`Reach::FarAndLarge`]) a walk is
+//!   listed as the [`Spans`] its rows occupy in the pattern's column list, and the record
+//!   (32 bytes there) says where: the chain is three levels (the spans, their columns, the
+//!   columns' records) where it was five. The spans are made straight from the pattern's
+//!   rows (the transposed structure is not made). Each level is asked for before it is read,
+//!   so its reads overlap; a column raised to the top bucket, likely the next popped, has its
+//!   spans asked for as it is raised; the columns under the queue's top, popped next unless a
+//!   raise comes between, are asked for a level of their walks at a time over the pops before
+//!   them ([`ask_below_top`]). Random 5 per row at 10^6 (a small program timing saturation
+//!   and the natural-order pass alternately): walks by rows 0.95 s, by spans 0.70 s, without
+//!   the transposed structure 0.64 s. Meshes and bands keep 16-byte records and rows: the
+//!   larger record alone cost the 2-D stencil at 1000 x 1000 10-15%;
+//! * runs of equal rows (several unknowns per mesh node) are walked once ([`Walks`]; the
+//!   spans leave them out too).
 //!
 //! Measured against the natural-order greedy pass on the same pattern (a small program timing
 //! the two alternately, min of 200 runs, before and after; the README's coloring tables):
@@ -59,16 +67,20 @@ const COLORED: u32 = 1 << 31;
 /// Columns at or beyond this many cannot be colored here (the color would reach [`COLORED`]).
 const MAX_COLUMNS: usize = COLORED as usize;
 
-/// What the walks ask about one column, in one record (see the module docs).
+/// What the walks and the queue ask about one column, in one record (see the module docs).
+/// `W` is where the column's walk is listed among the [`Spans`] on far-reaching patterns
+/// (`[start, end)`: the record is then 32 bytes), nothing elsewhere (16 bytes).
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
-struct Column {
+struct Column<W> {
     /// Colors 0 to 63 among the column's colored neighbours, one bit each.
     low: u64,
     /// `COLORED | color` once colored; before that, its saturation (its bucket).
     state: u32,
     /// Its position in its bucket while uncolored.
     pos: u32,
+    /// Where its walk is listed, when the walks are spans.
+    walk: W,
 }
 
 /// The uncolored columns by saturation: one stack per saturation value.
@@ -92,7 +104,7 @@ impl Queue {
     }
 
     /// Moves uncolored column `w` from its bucket to the next one up.
-    fn raise(&mut self, cols: &mut [Column], w: usize) -> Result<()> {
+    fn raise<W: Copy>(&mut self, cols: &mut [Column<W>], w: usize) -> Result<()> {
         let (key, pos) = (cols[w].state as usize, cols[w].pos);
         let bucket = &mut self.buckets[key];
         let last = *bucket.last().expect("w is in its bucket");
@@ -112,26 +124,41 @@ impl Queue {
         self.max = self.max.max(key + 1);
         Ok(())
     }
+
+    /// The column `depth` places below the top of the highest bucket: popped `depth` pops from
+    /// now unless raises come between.
+    #[inline]
+    fn below_top(&self, depth: usize) -> Option<usize> {
+        let bucket = &self.buckets[self.max];
+        let len = bucket.len();
+        (len > depth).then(|| bucket[len - 1 - depth] as usize)
+    }
 }
 
-/// The columns stacked by increasing sum of their rows' lengths less one (stable), and the
-/// largest number of entries in one column's rows (the longest walk).
-fn by_entries_around(p: &Pattern, t: &ColumnRows) -> Result<(Vec<u32>, usize)> {
+/// Per column, the sum of its rows' lengths less one (an upper bound on its distance-2
+/// degree), and the largest number of entries in one column's rows (the longest walk).
+fn entries_around(p: &Pattern, t: &ColumnRows) -> Result<(Vec<usize>, usize)> {
     let n = p.cols();
     let mut around = filled(0usize, n, "degrees")?;
     for (v, a) in around.iter_mut().enumerate() {
         *a = (t.of(v).iter()).map(|&i| p.row(i as usize).len() - 1).sum();
     }
-    let top = around.iter().copied().max().unwrap_or(0);
     let walk = (0..n).map(|v| around[v] + t.of(v).len()).max().unwrap_or(0);
+    Ok((around, walk))
+}
+
+/// The columns stacked by increasing `around` (stable): where the queue starts.
+fn stacked(around: &[usize]) -> Result<Vec<u32>> {
+    let n = around.len();
+    let top = around.iter().copied().max().unwrap_or(0);
     let mut order = crate::error::collect(0..n as u32, "an order")?;
     if top > 4 * n {
         // Long rows: a count per value would outgrow the columns (it is at most nnz).
         order.sort_by_key(|&v| around[v as usize]);
-        return Ok((order, walk));
+        return Ok(order);
     }
     let mut start = filled(0u32, top + 2, "degree counts")?;
-    for &a in &around {
+    for &a in around {
         start[a + 1] += 1;
     }
     for k in 0..=top {
@@ -141,7 +168,7 @@ fn by_entries_around(p: &Pattern, t: &ColumnRows) -> Result<(Vec<u32>, usize)> {
         order[start[a] as usize] = v as u32;
         start[a] += 1;
     }
-    Ok((order, walk))
+    Ok(order)
 }
 
 /// Saturation coloring of the columns of `p` (`t` the rows of its columns). Returns the
@@ -149,109 +176,223 @@ fn by_entries_around(p: &Pattern, t: &ColumnRows) -> Result<(Vec<u32>, usize)> {
 ///
 /// # Errors
 /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when the per-column records
-/// (16 bytes a column), the queue, the walks without repeated rows or the order do not fit;
+/// (16 bytes a column, 32 on far-reaching patterns), the queue, the walks without repeated
+/// rows, their spans or the order do not fit;
 /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when `p` has 2^31
 /// columns or more (a color must leave the record's top bit free).
 pub(super) fn saturation(
     p: &Pattern,
-    t: &ColumnRows,
+    t: Option<&ColumnRows>,
     with_order: bool,
 ) -> Result<(Vec<u32>, Vec<u32>, usize)> {
-    walk_in_order(p, t, &Walks::new(p, t)?, Reach::of(p), with_order)
+    walk_in_order(p, t, Reach::of(p), with_order)
 }
 
-/// [`saturation`], walking `walks` as suits `reach`.
+/// [`saturation`] as suits `reach`: far-reaching large patterns (of fewer than 2^32 entries)
+/// walk their [`Spans`], made from the pattern's rows (`t` is not read); the others walk
+/// their rows, by `t` (made here when not given).
 fn walk_in_order(
     p: &Pattern,
-    t: &ColumnRows,
-    walks: &Walks,
+    t: Option<&ColumnRows>,
     reach: Reach,
     with_order: bool,
 ) -> Result<(Vec<u32>, Vec<u32>, usize)> {
-    let n = p.cols();
-    if n >= MAX_COLUMNS {
+    if p.cols() >= MAX_COLUMNS {
         return Err(crate::error::Error::invalid(format!(
-            "saturation coloring takes fewer than 2^31 columns, not {n}"
+            "saturation coloring takes fewer than 2^31 columns, not {}",
+            p.cols()
         )));
     }
-    let (first, walk) = by_entries_around(p, t)?;
-    // The uncolored neighbours met on one walk, with repeats (a column reached through two
-    // rows is listed twice; the second finds the color already seen).
-    let mut uncolored = filled(0u32, walk, "neighbours")?;
-    let blank = Column {
-        low: 0,
-        state: 0,
-        pos: 0,
-    };
-    let mut cols = filled(blank, n, "column records")?;
-    for (k, &v) in first.iter().enumerate() {
-        cols[v as usize].pos = k as u32;
+    if reach == Reach::FarAndLarge && p.nnz() <= u32::MAX as usize {
+        return far_and_large(p, with_order);
     }
-    let mut q = Queue {
-        buckets: vec![first],
-        max: 0,
-        left: n,
+    let made;
+    let t = match t {
+        Some(t) => t,
+        None => {
+            made = ColumnRows::new(p)?;
+            &made
+        }
     };
-    let mut seen = Seen::new(n);
-    let mut order = Vec::new();
-    if with_order {
-        reserve(&mut order, n, "an order")?;
+    by_rows(p, t, &Walks::new(p, t)?, reach == Reach::Near, with_order)
+}
+
+/// The state of one saturation coloring: the records, the queue, the colors seen past 64,
+/// the order so far.
+struct Saturation<W> {
+    cols: Vec<Column<W>>,
+    q: Queue,
+    seen: Seen,
+    order: Option<Vec<u32>>,
+    colors: usize,
+}
+
+impl<W: Copy> Saturation<W> {
+    /// Every column uncolored at saturation 0, stacked as `first` (the module docs say how),
+    /// its walk listed at `walk(v)`.
+    fn new(first: Vec<u32>, with_order: bool, walk: impl Fn(usize) -> W) -> Result<Self> {
+        let n = first.len();
+        let mut cols = Vec::new();
+        reserve(&mut cols, n, "column records")?;
+        cols.extend((0..n).map(|v| Column {
+            low: 0,
+            state: 0,
+            pos: 0,
+            walk: walk(v),
+        }));
+        for (k, &v) in first.iter().enumerate() {
+            cols[v as usize].pos = k as u32;
+        }
+        let order = match with_order {
+            true => {
+                let mut order = Vec::new();
+                reserve(&mut order, n, "an order")?;
+                Some(order)
+            }
+            false => None,
+        };
+        let q = Queue {
+            buckets: vec![first],
+            max: 0,
+            left: n,
+        };
+        Ok(Saturation {
+            cols,
+            q,
+            seen: Seen::new(n),
+            order,
+            colors: 0,
+        })
     }
-    let mut colors = 0usize;
-    while let Some(v) = q.pop() {
-        if with_order {
+
+    /// Pops the most saturated column and colors it; returns it and its color.
+    #[inline]
+    fn next(&mut self) -> Option<(usize, u32)> {
+        let v = self.q.pop()?;
+        if let Some(order) = &mut self.order {
             order.push(v as u32);
         }
         // Every colored neighbour told `v` its color when it took it: the smallest color `v`
         // has not seen is its color, with no walk over its colored neighbours.
-        let c = seen.first_free(cols[v].low, v);
-        debug_assert!((c as usize) < n, "at most one color per colored column");
-        cols[v].state = COLORED | c;
-        colors = colors.max(c as usize + 1);
-        let rows = walks.rows(v);
-        if reach == Reach::FarAndLarge {
-            prefetch_ahead(p, walks, &q, &cols);
+        let c = self.seen.first_free(self.cols[v].low, v);
+        debug_assert!(
+            (c as usize) < self.cols.len(),
+            "at most one color per column"
+        );
+        self.cols[v].state = COLORED | c;
+        self.colors = self.colors.max(c as usize + 1);
+        Some((v, c))
+    }
+
+    /// Tells uncolored column `w` that a neighbour took color `c`; returns whether that was
+    /// new to `w` (which then moved up one bucket).
+    #[inline]
+    fn tell(&mut self, w: usize, c: u32) -> Result<bool> {
+        let new = self.seen.insert(&mut self.cols[w].low, w, c)?;
+        if new {
+            self.q.raise(&mut self.cols, w)?;
         }
-        match reach {
-            Reach::Near if c < 64 => {
-                // One walk tells each neighbour the new color; the records are in cache and
-                // the branch follows the order's front (colored behind, uncolored ahead).
-                let bit = 1u64 << c;
-                for &i in rows {
-                    for &k in p.row(i as usize) {
-                        let col = &mut cols[k as usize];
-                        if col.state & COLORED == 0 && col.low & bit == 0 {
-                            col.low |= bit;
-                            q.raise(&mut cols, k as usize)?;
-                        }
+        Ok(new)
+    }
+
+    /// The order taken (empty unless asked), the colors and their count.
+    fn finish(self) -> Result<(Vec<u32>, Vec<u32>, usize)> {
+        drop(self.q); // its first bucket held every column: not beside the colors
+        let colors_of = self.cols.iter().map(|col| col.state & !COLORED);
+        let colors_of = crate::error::collect(colors_of, "colors")?;
+        Ok((self.order.unwrap_or_default(), colors_of, self.colors))
+    }
+}
+
+/// Saturation walking each column's rows: on near patterns (`near`) one walk tells each
+/// neighbour as it meets it; on far-reaching ones (small enough for the caches, or too large
+/// for [`Spans`]) the uncolored neighbours are listed first, then told.
+fn by_rows(
+    p: &Pattern,
+    t: &ColumnRows,
+    walks: &Walks,
+    near: bool,
+    with_order: bool,
+) -> Result<(Vec<u32>, Vec<u32>, usize)> {
+    let (around, longest) = entries_around(p, t)?;
+    let mut s = Saturation::new(stacked(&around)?, with_order, |_| ())?;
+    drop(around);
+    // The uncolored neighbours met on one walk, with repeats (a column reached through two
+    // rows is listed twice; the second finds the color already seen).
+    let mut uncolored = filled(0u32, longest, "neighbours")?;
+    while let Some((v, c)) = s.next() {
+        let rows = walks.rows(v);
+        if near && c < 64 {
+            // One walk tells each neighbour the new color; the records are in cache and the
+            // branch follows the order's front (colored behind, uncolored ahead).
+            let bit = 1u64 << c;
+            for &i in rows {
+                for &k in p.row(i as usize) {
+                    let col = &mut s.cols[k as usize];
+                    if col.state & COLORED == 0 && col.low & bit == 0 {
+                        col.low |= bit;
+                        s.q.raise(&mut s.cols, k as usize)?;
                     }
                 }
             }
-            _ => {
-                // First list the uncolored neighbours (repeats allowed) in a loop of loads
-                // only, without a branch, so the scattered reads overlap; then tell them.
-                if reach == Reach::FarAndLarge {
-                    prefetch_walk(p, rows, &cols);
-                }
-                let mut met = 0;
-                for &i in rows {
-                    for &k in p.row(i as usize) {
-                        uncolored[met] = k;
-                        met += usize::from(cols[k as usize].state & COLORED == 0);
-                    }
-                }
-                for &w in &uncolored[..met] {
-                    let w = w as usize;
-                    if seen.insert(&mut cols[w].low, w, c)? {
-                        q.raise(&mut cols, w)?;
-                    }
-                }
+            continue;
+        }
+        // First list the uncolored neighbours (repeats allowed) in a loop of loads only,
+        // without a branch, so the scattered reads overlap; then tell them.
+        let mut met = 0;
+        for &i in rows {
+            for &k in p.row(i as usize) {
+                uncolored[met] = k;
+                met += usize::from(s.cols[k as usize].state & COLORED == 0);
+            }
+        }
+        for &w in &uncolored[..met] {
+            s.tell(w as usize, c)?;
+        }
+    }
+    s.finish()
+}
+
+/// Saturation on large far-reaching patterns, walking [`Spans`]: a column's record says
+/// where its walk's spans are listed, so a walk is three levels of scattered reads (the
+/// spans, the columns they hold, the columns' records), each asked for before it is read.
+/// A column raised to the top bucket, likely the next popped, has its spans asked for when
+/// it is raised; the columns below the top, popped next unless raises come between, a level
+/// of their walks at a time over the pops before them ([`ask_below_top`]).
+fn far_and_large(p: &Pattern, with_order: bool) -> Result<(Vec<u32>, Vec<u32>, usize)> {
+    use crate::prefetch::prefetch;
+    let (spans, around) = Spans::new(p)?;
+    let mut s = Saturation::new(stacked(&around)?, with_order, |v| spans.walk(v))?;
+    drop(around);
+    let longest = (0..p.cols()).map(|v| spans.entries(v)).max().unwrap_or(0);
+    let mut uncolored = filled(0u32, longest, "neighbours")?;
+    let col_idx = p.col_idx();
+    while let Some((v, c)) = s.next() {
+        let walk = spans.of(s.cols[v].walk);
+        for &[a, _] in walk {
+            prefetch(col_idx, a as usize);
+        }
+        ask_below_top(col_idx, &spans, &s.q, &s.cols);
+        for &[a, b] in walk {
+            for &k in &col_idx[a as usize..b as usize] {
+                prefetch(&s.cols, k as usize);
+            }
+        }
+        let mut met = 0;
+        for &[a, b] in walk {
+            for &k in &col_idx[a as usize..b as usize] {
+                uncolored[met] = k;
+                met += usize::from(s.cols[k as usize].state & COLORED == 0);
+            }
+        }
+        for &w in &uncolored[..met] {
+            let w = w as usize;
+            if s.tell(w, c)? && s.cols[w].state as usize == s.q.max {
+                prefetch(spans.all(), s.cols[w].walk[0] as usize);
             }
         }
     }
-    drop(q); // its first bucket held every column: not beside the colors
-    let colors_of = crate::error::collect(cols.iter().map(|col| col.state & !COLORED), "colors")?;
-    Ok((order, colors_of, colors))
+    s.finish()
 }
 
 /// How far a column's walk reaches, which decides how it is walked.
@@ -266,9 +407,9 @@ pub(super) enum Reach {
     /// only, so their reads overlap (random 10^4: 2.1 -> 1.4 ms against one walk with a
     /// branch per neighbour).
     Far,
-    /// As [`Reach::Far`], on a pattern whose records leave the caches: each level of the
-    /// walk is prefetched first ([`prefetch_walk`]; random 10^6: 1.6 -> 1.1 s), and the
-    /// walks of the next pops ahead ([`prefetch_ahead`]: 1.07 -> 0.91 s).
+    /// As [`Reach::Far`], on a pattern whose records leave the caches: walked by [`Spans`]
+    /// (three levels of reads, each asked for first; fewer than 2^32 entries, else as
+    /// [`Reach::Far`]), the walks of the next pops asked for ahead ([`ask_below_top`]).
     FarAndLarge,
 }
 
@@ -298,31 +439,12 @@ impl Reach {
     }
 }
 
-/// Asks for what the walk over `rows` will read, level by level (the rows' places, their
-/// columns, the columns' records), so the scattered reads of one level overlap instead of
-/// waiting for each other.
-pub(super) fn prefetch_walk<T>(p: &Pattern, rows: &[u32], cols: &[T]) {
-    use crate::prefetch::prefetch;
-    let (row_ptr, col_idx) = (p.row_ptr(), p.col_idx());
-    for &i in rows {
-        prefetch(row_ptr, i as usize);
-    }
-    for &i in rows {
-        prefetch(col_idx, row_ptr[i as usize]);
-    }
-    for &i in rows {
-        for &k in p.row(i as usize) {
-            prefetch(cols, k as usize);
-        }
-    }
-}
-
-/// How many places below the top of the highest bucket [`prefetch_ahead`] asks for each level of
-/// a column's walk: its record and where its rows are listed, its rows, their places, their
-/// columns, their columns' records. Random 5 per row at 10^6, the saturation loop: 1.07 ->
-/// 0.91 s against without (a small program timing the loop, three runs each, alternated);
-/// from 6 to 12 places for the first level no different.
-const AHEAD: [usize; 5] = [8, 4, 2, 1, 0];
+/// How many places below the top of the highest bucket [`ask_below_top`] asks for each level
+/// of a column's walk: its record, its spans, the columns they hold, those columns' records.
+/// With walks by rows (five levels, `AHEAD = [8, 4, 2, 1, 0]`), random 5 per row at 10^6, the
+/// saturation loop: 1.07 -> 0.91 s against without (a small program timing the loop, three
+/// runs each, alternated); from 6 to 12 places for the first level no different.
+const AHEAD: [usize; 4] = [8, 4, 2, 0];
 
 /// Asks, a level of the walk at a time, for what the columns below the top of the highest
 /// bucket will read when they are popped: the column popped next is the top unless this walk
@@ -330,42 +452,114 @@ const AHEAD: [usize; 5] = [8, 4, 2, 1, 0];
 /// On random 5 per row at 10^6, 4 pops in 10 take a column the walk before did not raise (a
 /// quarter of those were raised more than 200000 pops before: they wait under the columns
 /// raised after them), whose walk is in no cache; asked for a level at a time over the pops
-/// before it, the levels' reads overlap, where the column's own walk ([`prefetch_walk`])
-/// waits for each level's reads before the next. On meshes (Reach::Near) nothing was gained
-/// (the 2-D stencil at 10^6: 141-157 ms without, 140-150 ms with): their pops mostly take a
-/// column the walk before raised, whose walk is not known ahead.
-fn prefetch_ahead(p: &Pattern, walks: &Walks, q: &Queue, cols: &[Column]) {
+/// before it, the levels' reads overlap, where the column's own walk waits for each level's
+/// reads before the next. On meshes (Reach::Near) nothing was gained (the 2-D stencil at
+/// 10^6: 141-157 ms without, 140-150 ms with): their pops mostly take a column the walk
+/// before raised, whose walk is not known ahead.
+fn ask_below_top(col_idx: &[u32], spans: &Spans, q: &Queue, cols: &[Column<[u32; 2]>]) {
     use crate::prefetch::prefetch;
-    let bucket = &q.buckets[q.max];
-    let below = |depth: usize| {
-        let len = bucket.len();
-        (len > depth).then(|| bucket[len - 1 - depth] as usize)
-    };
-    if let Some(u) = below(AHEAD[0]) {
-        walks.prefetch_start(u);
+    if let Some(u) = q.below_top(AHEAD[0]) {
         prefetch(cols, u);
     }
-    if let Some(u) = below(AHEAD[1]) {
-        walks.prefetch_rows(u);
+    if let Some(u) = q.below_top(AHEAD[1]) {
+        prefetch(spans.all(), cols[u].walk[0] as usize);
     }
-    if let Some(u) = below(AHEAD[2]) {
-        for &i in walks.rows(u) {
-            prefetch(p.row_ptr(), i as usize);
+    if let Some(u) = q.below_top(AHEAD[2]) {
+        for &[a, _] in spans.of(cols[u].walk) {
+            prefetch(col_idx, a as usize);
         }
     }
-    if let Some(u) = below(AHEAD[3]) {
-        let row_ptr = p.row_ptr();
-        for &i in walks.rows(u) {
-            prefetch(p.col_idx(), row_ptr[i as usize]);
-        }
-    }
-    if let Some(u) = below(AHEAD[4]) {
-        for &i in walks.rows(u) {
-            for &k in p.row(i as usize) {
+    if let Some(u) = q.below_top(AHEAD[3]) {
+        for &[a, b] in spans.of(cols[u].walk) {
+            for &k in &col_idx[a as usize..b as usize] {
                 prefetch(cols, k as usize);
             }
         }
     }
+}
+
+/// Each column's walk as the spans of the pattern's column list its rows occupy
+/// (`[row_ptr[i], row_ptr[i + 1])` for each row `i` of the column, rows equal to the row
+/// before left out as in [`Walks`]), 8 bytes a span, for patterns of fewer than 2^32
+/// entries. A walk by rows reads each row's place before the row; by spans that level is
+/// gone. Made straight from the pattern's rows, as a transposition that writes spans: the
+/// transposed structure is not made.
+struct Spans {
+    /// Where each column's spans start in `spans` (one more than columns).
+    starts: Vec<u32>,
+    spans: Vec<[u32; 2]>,
+}
+
+impl Spans {
+    /// The spans of `p`'s columns (whose entries must number fewer than 2^32), and per
+    /// column the sum of its rows' lengths less one (as [`entries_around`], repeated rows
+    /// counted).
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when the spans (8 bytes
+    /// each), their starts or the sums (12 bytes a column) do not fit.
+    fn new(p: &Pattern) -> Result<(Self, Vec<usize>)> {
+        debug_assert!(p.nnz() <= u32::MAX as usize);
+        let n = p.cols();
+        // Per column, side by side (one scattered update an entry): the sum of its rows'
+        // lengths less one, and its rows kept.
+        let mut counts = filled([0u32; 2], n, "degrees")?;
+        for i in 0..p.rows() {
+            let (row, kept) = (p.row(i), u32::from(!repeats(p, i)));
+            for &j in row {
+                let count = &mut counts[j as usize];
+                count[0] += row.len() as u32 - 1;
+                count[1] += kept;
+            }
+        }
+        let mut starts = filled(0u32, n + 1, "walk starts")?;
+        for j in 0..n {
+            starts[j + 1] = starts[j] + counts[j][1];
+        }
+        let around = crate::error::collect(counts.iter().map(|c| c[0] as usize), "degrees")?;
+        drop(counts);
+        let mut next = crate::error::copied(&starts[..n], "walk starts")?;
+        let mut spans = filled([0u32; 2], starts[n] as usize, "spans")?;
+        let row_ptr = p.row_ptr();
+        for i in (0..p.rows()).filter(|&i| !repeats(p, i)) {
+            let span = [row_ptr[i] as u32, row_ptr[i + 1] as u32];
+            for &j in p.row(i) {
+                spans[next[j as usize] as usize] = span;
+                next[j as usize] += 1;
+            }
+        }
+        Ok((Spans { starts, spans }, around))
+    }
+
+    /// Where column `v`'s walk is listed: `[start, end)` in [`Spans::all`].
+    #[inline]
+    fn walk(&self, v: usize) -> [u32; 2] {
+        [self.starts[v], self.starts[v + 1]]
+    }
+
+    /// The number of entries column `v`'s walk meets.
+    fn entries(&self, v: usize) -> usize {
+        let spans = self.of(self.walk(v)).iter();
+        spans.map(|&[a, b]| (b - a) as usize).sum()
+    }
+
+    /// The spans listed at `walk`.
+    #[inline]
+    fn of(&self, [start, end]: [u32; 2]) -> &[[u32; 2]] {
+        &self.spans[start as usize..end as usize]
+    }
+
+    /// Every walk's spans.
+    #[inline]
+    fn all(&self) -> &[[u32; 2]] {
+        &self.spans
+    }
+}
+
+/// Whether row `i` of `p` is nonempty and equal to the row before (several unknowns per mesh
+/// node): a walk that met the row before met its columns.
+fn repeats(p: &Pattern, i: usize) -> bool {
+    i > 0 && !p.row(i).is_empty() && p.row(i) == p.row(i - 1)
 }
 
 /// The rows each column's walk goes through: its rows, less those equal to the row before
@@ -382,7 +576,7 @@ enum Walks<'t> {
 
 impl<'t> Walks<'t> {
     fn new(p: &Pattern, t: &'t ColumnRows<'t>) -> Result<Self> {
-        let repeats = |i: usize| i > 0 && !p.row(i).is_empty() && p.row(i) == p.row(i - 1);
+        let repeats = |i: usize| repeats(p, i);
         let count = (0..p.rows()).filter(|&i| repeats(i)).count();
         if count == 0 {
             return Ok(Walks::All(t));
@@ -411,17 +605,6 @@ impl<'t> Walks<'t> {
         }
     }
 
-    /// Asks for where column `v`'s walk is listed.
-    fn prefetch_start(&self, v: usize) {
-        crate::prefetch::prefetch(self.parts().0, v);
-    }
-
-    /// Asks for the rows of column `v`'s walk (reads where they are listed).
-    fn prefetch_rows(&self, v: usize) {
-        let (starts, rows) = self.parts();
-        crate::prefetch::prefetch(rows, starts[v]);
-    }
-
     #[inline]
     fn rows(&self, v: usize) -> &[u32] {
         let (starts, rows) = self.parts();
@@ -435,9 +618,10 @@ mod tests {
     use crate::testing as synthetic;
 
     #[test]
-    fn walks_without_repeated_rows_and_prefetching_give_the_same_coloring() {
+    fn walks_by_rows_and_by_spans_give_the_same_coloring() {
         // Runs of equal rows: a mesh with 3 unknowns a node, blocks, and a random pattern with
-        // each row doubled; then patterns without repeats, where nothing is left out.
+        // each row doubled; then patterns without repeats, where nothing is left out; and a
+        // random pattern large and far-reaching enough to be walked by spans on its own.
         let node = synthetic::stencil_2d(12);
         let mesh = synthetic::from_rows(432, 432, |i, r| {
             for &k in node.row(i / 3) {
@@ -454,24 +638,40 @@ mod tests {
             doubled,
             synthetic::banded(200, 3),
             synthetic::random_sparse(200, 200, 5, 1),
+            synthetic::random_sparse(60000, 70000, 4, 9),
         ];
         // The columns' rows as the transposed structure, and as the pattern's own rows where
-        // it is symmetric (all but the doubled and the random pattern).
+        // it is symmetric (the mesh, the blocks and the band).
         for (k, p) in patterns.iter().enumerate() {
+            assert_eq!(Reach::of(p) == Reach::FarAndLarge, k == 5, "pattern {k}");
             let t = ColumnRows::transposed(p).unwrap();
-            let plain = walk_in_order(p, &t, &Walks::All(&t), Reach::Far, true).unwrap();
+            let plain = by_rows(p, &t, &Walks::All(&t), false, true).unwrap();
             assert!(super::super::check(p, &plain.1, plain.2).is_ok());
             let own = ColumnRows::new(p).unwrap();
-            assert_eq!(matches!(own, ColumnRows::Symmetric(_)), k != 2 && k != 4);
+            assert_eq!(
+                matches!(own, ColumnRows::Symmetric(_)),
+                [0, 1, 3].contains(&k)
+            );
             for t in [&t, &own] {
                 let walks = Walks::new(p, t).unwrap();
                 assert_eq!(matches!(walks, Walks::Distinct(..)), k < 3, "pattern {k}");
-                for reach in [Reach::Near, Reach::Far, Reach::FarAndLarge] {
-                    assert_eq!(
-                        walk_in_order(p, t, &walks, reach, true).unwrap(),
-                        plain,
-                        "pattern {k}"
-                    );
+                for near in [true, false] {
+                    let by = by_rows(p, t, &walks, near, true).unwrap();
+                    assert_eq!(by, plain, "pattern {k}");
+                }
+            }
+            // By spans: the repeated rows left out, the stacking the same as by rows.
+            let (spans, around) = Spans::new(p).unwrap();
+            assert_eq!(around, entries_around(p, &t).unwrap().0, "pattern {k}");
+            let listed: usize = (0..p.cols()).map(|v| spans.entries(v)).sum();
+            let full: usize = (0..p.rows()).map(|i| p.row(i).len().pow(2)).sum();
+            assert_eq!(listed < full, k < 3, "pattern {k}");
+            assert_eq!(far_and_large(p, true).unwrap(), plain, "pattern {k}");
+            // Every reach from the entry point, the column's rows given or not.
+            for reach in [Reach::Near, Reach::Far, Reach::FarAndLarge] {
+                for given in [Some(&t), None] {
+                    let by = walk_in_order(p, given, reach, true).unwrap();
+                    assert_eq!(by, plain, "pattern {k}");
                 }
             }
         }
@@ -499,8 +699,7 @@ mod tests {
             let lists = super::super::graph::naive_neighbours(p);
             let neighbours = |v: usize| lists[v].clone();
             for reach in [Reach::Near, Reach::Far, Reach::FarAndLarge] {
-                let (order, colors, count) =
-                    walk_in_order(p, &t, &Walks::new(p, &t).unwrap(), reach, true).unwrap();
+                let (order, colors, count) = walk_in_order(p, Some(&t), reach, true).unwrap();
                 assert_eq!(order.len(), p.cols(), "pattern {k}");
                 let mut color: Vec<Option<u32>> = vec![None; p.cols()];
                 let held = |v: usize, color: &[Option<u32>]| -> Vec<u32> {
