@@ -153,6 +153,7 @@ impl Pattern {
         &self.kinds
     }
     /// The columns of row `i`.
+    #[inline]
     pub fn row(&self, i: usize) -> &[u32] {
         &self.col_idx[self.row_ptr[i]..self.row_ptr[i + 1]]
     }
