@@ -502,7 +502,7 @@ impl Spans {
     ///
     /// # Errors
     /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when the spans (8 bytes
-    /// each), their starts or the sums (12 bytes a column) do not fit.
+    /// each) or the per-column counts and starts do not fit.
     fn new(p: &Pattern) -> Result<(Self, Vec<usize>)> {
         use crate::prefetch::prefetch;
         debug_assert!(p.nnz() <= u32::MAX as usize);
