@@ -574,7 +574,14 @@ impl Spans {
 /// Whether row `i` of `p` is nonempty and equal to the row before (several unknowns per mesh
 /// node): a walk that met the row before met its columns.
 fn repeats(p: &Pattern, i: usize) -> bool {
-    i > 0 && !p.row(i).is_empty() && p.row(i) == p.row(i - 1)
+    // The first columns compared first: rows that differ mostly differ there, without a call
+    // to compare the slices.
+    i > 0 && {
+        let (row, before) = (p.row(i), p.row(i - 1));
+        row.first()
+            .is_some_and(|first| before.first() == Some(first))
+            && row == before
+    }
 }
 
 /// The rows each column's walk goes through: its rows, less those equal to the row before
