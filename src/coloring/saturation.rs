@@ -36,7 +36,7 @@
 //!   them ([`ask_below_top`]). Random 5 per row at 10^6 (a small program timing saturation
 //!   and the natural-order pass alternately): walks by rows 0.95 s, by spans 0.70 s, without
 //!   the transposed structure 0.64 s. Meshes and bands keep 16-byte records and rows: the
-//!   larger record alone cost the 2-D stencil at 1000 x 1000 10-15%;
+//!   larger record alone cost the 2-D stencil at 1000 x 1000 14-18%;
 //! * runs of equal rows (several unknowns per mesh node) are walked once ([`Walks`]; the
 //!   spans leave them out too).
 //!
