@@ -168,10 +168,7 @@ impl Spawner {
             // once if the host is already gone.
             unsafe {
                 libc::close(host_end);
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if libc::getppid() != host {
-                    libc::_exit(0);
-                }
+                die_with(host);
                 libc::signal(libc::SIGCHLD, libc::SIG_DFL);
                 // Its children inherit these.
                 default_fatal_signals();
@@ -357,10 +354,7 @@ fn serve(socket: libc::c_int, work: &mut dyn Work, backstop: Option<u32>) -> ! {
             // default actions back).
             unsafe {
                 libc::close(socket);
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if libc::getppid() != me {
-                    libc::_exit(0);
-                }
+                die_with(me);
                 if let Some(seconds) = backstop {
                     libc::alarm(seconds);
                 }
@@ -502,6 +496,21 @@ fn reap(pid: libc::pid_t) {
     let mut status: libc::c_int = 0;
     // SAFETY: our own child, ended.
     while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && interrupted() {}
+}
+
+/// Makes this forked process die when the thread that forked it ends, and leaves at once when
+/// its parent, `parent`, is already gone (it ended between the fork and the request).
+///
+/// # Safety
+/// Only in a forked process, right after the fork.
+unsafe fn die_with(parent: libc::pid_t) {
+    // SAFETY: plain system calls; `_exit` runs nothing of the parent's.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != parent {
+            libc::_exit(0);
+        }
+    }
 }
 
 /// Puts the default action back on the signals a crash raises (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
