@@ -63,17 +63,21 @@
 //! (`forbidden.rs`), starting each walk from the rows of a column (`columns.rs`: the
 //! transposed structure, or the pattern's own rows when it is structurally symmetric);
 //! `saturation.rs` the saturation order, tuned for memory latency, with `seen.rs` for its
-//! colors from 64 up; `result.rs` the [`Coloring`].
+//! colors from 64 up; `result.rs` the [`Coloring`]. `lattice.rs` colors the patterns of
+//! structured grids numbered in order by formula, at the lower bound (the trace's check uses
+//! it before this module's orders).
 
 mod buckets;
 mod columns;
 mod forbidden;
 mod graph;
+mod lattice;
 mod result;
 mod saturation;
 mod seen;
 mod star;
 
+pub(crate) use lattice::lattice;
 pub use result::Coloring;
 pub(crate) use star::star_of_symmetric;
 pub(crate) use star::RowColorCounts;
