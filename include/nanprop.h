@@ -484,7 +484,9 @@ void nanprop_pattern_free(nanprop_pattern *p);
 
 /**
  * Coloring order: the best of all orders, stopping at the lower bound (about 15 greedy
- * passes; for a pattern colored once and used for many Jacobians).
+ * passes; for a pattern colored once and used for many Jacobians); a structured grid's
+ * pattern (a band, a stencil on a grid numbered in order) is colored by formula first, at the
+ * lower bound.
  */
 #define NANPROP_ORDER_BEST 0
 
@@ -524,9 +526,11 @@ void nanprop_pattern_free(nanprop_pattern *p);
 #define NANPROP_ORDER_SATURATION 7
 
 /**
- * Coloring order: saturation, after the natural order when one row holds half the coloring
- * work or has at least 64 entries; stops at the lower bound (default: a few greedy passes, and on the benchmark suite
- * never more colors than ColPack's best order).
+ * Coloring order: a structured grid's pattern (a band, a stencil on a 2-D or 3-D grid
+ * numbered in order) by formula, at the lower bound; otherwise saturation, after the natural
+ * order when one row holds half the coloring work or has at least 64 entries; stops at the
+ * lower bound (default: a few greedy passes, and on the benchmark suite never more colors
+ * than ColPack's best order).
  */
 #define NANPROP_ORDER_AUTO 8
 

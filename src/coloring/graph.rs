@@ -136,7 +136,7 @@ impl<'a> Graph<'a> {
         let n = self.p.cols();
         let all = || collect(0..n as u32, "an order");
         Ok(match order {
-            Order::Natural => all()?,
+            Order::Natural | Order::Lattice => all()?,
             Order::Random(seed) => {
                 let mut v = all()?;
                 let mut rng = Rng::new(seed);

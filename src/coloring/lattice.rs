@@ -22,7 +22,9 @@
 //! every column and checked on every row ([`super::check`]), at most [`FULL_TESTS`] times. A
 //! pattern with no such structure (random columns, an unstructured mesh) fails on the sample
 //! rows, within [`SAMPLE_TESTS`] tries of a few rows each. The answer is a valid coloring with
-//! exactly `k` colors, or none.
+//! exactly `k` colors, or none: [`super::color`] tries it before any order under
+//! [`super::Strategy::Auto`] and [`super::Strategy::BestOf`] (and so does the trace's check,
+//! which colors with the default).
 
 use crate::error::{filled, Result};
 use crate::pattern::Pattern;
@@ -32,7 +34,7 @@ const SAMPLE_ROWS: usize = 64;
 /// Formulas tried on the sample rows, at most.
 const SAMPLE_TESTS: usize = 1 << 13;
 /// Formulas written out and checked on every row, at most.
-const FULL_TESTS: usize = 4;
+const FULL_TESTS: usize = 2;
 /// Longest rows a formula is sought for: the colors of a row fit a 64-bit mask.
 const MAX_COLORS: usize = 64;
 /// Longest rows for which formulas in three digits (a 3-D grid) are sought: `k^2` coefficient

@@ -16,6 +16,11 @@
 //! columns sharing a row), plus saturation (DSATUR, Brelaz), which picks the next column by
 //! the number of distinct colors already around it and often needs fewer colors (on a FEM-like
 //! mesh it reaches the lower bound where every static order needs 20% more).
+//! A pattern of a structured grid numbered in order (a band, a stencil on a 2-D or 3-D grid:
+//! the Jacobians of finite-difference codes) has a coloring at the lower bound given by a
+//! formula, as PETSc colors a structured grid; [`Strategy::Auto`] and [`Strategy::BestOf`] try
+//! it first (`lattice.rs`: O(n + nnz), no column graph; a pattern without such structure fails
+//! on a few rows) and report it as [`Order::Lattice`]. Otherwise
 //! [`Strategy::Auto`] (the default) costs a small multiple of one greedy pass: saturation
 //! alone, which on the benchmark suite never needs more colors than ColPack's best order and
 //! often fewer; when one row holds at least half the coloring work (a partially dense row),
@@ -77,7 +82,7 @@ mod saturation;
 mod seen;
 mod star;
 
-pub(crate) use lattice::lattice;
+use lattice::lattice;
 pub use result::Coloring;
 pub(crate) use star::star_of_symmetric;
 pub(crate) use star::RowColorCounts;
@@ -104,6 +109,12 @@ pub enum Order {
     /// Saturation (DSATUR, Brelaz): color next the column whose neighbours already hold the
     /// most distinct colors; ties to the larger distance-2 degree. Orders and colors together.
     Saturation,
+    /// Not a vertex order: a structured grid's coloring formula at the lower bound (a band,
+    /// a stencil on a grid numbered in order: `lattice.rs`), which [`Strategy::Auto`] and
+    /// [`Strategy::BestOf`] try before any order and report when it fits. Asked for alone, a
+    /// pattern no formula fits gets the natural order (and so does a star coloring). Not in
+    /// [`Order::all`].
+    Lattice,
 }
 
 impl Order {
@@ -132,6 +143,7 @@ impl Order {
             Order::DynamicLargestFirst => "dynamic-largest-first",
             Order::Random(_) => "random",
             Order::Saturation => "saturation",
+            Order::Lattice => "lattice",
         }
     }
 }
@@ -139,11 +151,13 @@ impl Order {
 /// How to color.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {
-    /// Saturation, preceded by the natural order when one row holds half the coloring work or
-    /// has at least 64 entries;
-    /// stops at the lower bound (see the module docs). The default.
+    /// A structured grid's formula when one fits ([`Order::Lattice`]); otherwise saturation,
+    /// preceded by the natural order when one row holds half the coloring work, has at least
+    /// 64 entries or every row's columns lie close together; stops at the lower bound (see the
+    /// module docs). The default.
     Auto,
-    /// Every order, keeping the fewest colors; stops at the lower bound.
+    /// A structured grid's formula when one fits; otherwise every order, keeping the fewest
+    /// colors; stops at the lower bound.
     BestOf,
     /// One order.
     Only(Order),
@@ -244,11 +258,27 @@ pub fn color(p: &Pattern, options: &ColoringOptions) -> crate::error::Result<Col
             order: Order::Natural,
         });
     }
+    // A structured grid's pattern: its formula, at the lower bound, before any order (O(n +
+    // nnz), no column graph; a pattern without a grid's structure fails on a few rows).
+    let formula_first = matches!(
+        options.strategy,
+        Strategy::Auto | Strategy::BestOf | Strategy::Only(Order::Lattice)
+    );
+    if formula_first {
+        if let Some(colors) = lattice(p)? {
+            return Ok(Coloring {
+                colors,
+                num_colors: target,
+                order: Order::Lattice,
+            });
+        }
+    }
     // The column graph (the rows of each column) is made by the first order that walks by
     // rows: saturation on large far-reaching patterns walks spans of its own.
     let mut graph: Option<Graph> = None;
     let orders: Vec<Order> = match options.strategy {
         Strategy::BestOf => Order::all(options.seed).to_vec(),
+        Strategy::Only(Order::Lattice) => vec![Order::Natural],
         Strategy::Only(o) => vec![o],
         Strategy::Auto if natural_first(p) => vec![Order::Natural, Order::Saturation],
         Strategy::Auto => vec![Order::Saturation],
@@ -328,16 +358,45 @@ mod tests {
     }
 
     #[test]
-    fn auto_takes_saturation_or_the_natural_order_before_a_dense_row() {
-        // A 2-D stencil: saturation reaches the lower bound 5 where the natural order needs 7.
-        let grid = synthetic::stencil_2d(30);
-        let c = color(&grid, &ColoringOptions::default()).unwrap();
-        assert_eq!((c.num_colors, c.order), (5, Order::Saturation));
+    fn auto_takes_a_grid_formula_saturation_or_the_natural_order_before_a_dense_row() {
         let natural = ColoringOptions {
             strategy: Strategy::Only(Order::Natural),
             ..Default::default()
         };
+        let only = |o| ColoringOptions {
+            strategy: Strategy::Only(o),
+            ..Default::default()
+        };
+        // A 2-D stencil numbered row by row: its formula, at the lower bound 5 (auto and
+        // best-of), where the natural order needs 7.
+        let grid = synthetic::stencil_2d(30);
+        for options in [ColoringOptions::default(), only(Order::Lattice)] {
+            let c = color(&grid, &options).unwrap();
+            assert_eq!((c.num_colors, c.order), (5, Order::Lattice));
+            assert!(check(&grid, &c.colors, 5).is_ok());
+        }
+        let best = ColoringOptions {
+            strategy: Strategy::BestOf,
+            ..Default::default()
+        };
+        assert_eq!(color(&grid, &best).unwrap().order, Order::Lattice);
         assert_eq!(color(&grid, &natural).unwrap().num_colors, 7);
+        // The same grid numbered at random: no formula; saturation reaches 5.
+        let mut place: Vec<usize> = (0..900).collect();
+        let mut rng = crate::rng::Rng::new(4);
+        for k in (1..900).rev() {
+            place.swap(k, rng.below(k + 1));
+        }
+        let shuffled = synthetic::from_rows(900, 900, |i, r| {
+            r.extend(grid.row(i).iter().map(|&j| place[j as usize]))
+        });
+        let c = color(&shuffled, &ColoringOptions::default()).unwrap();
+        assert_eq!(c.order, Order::Saturation);
+        assert!(c.num_colors < color(&shuffled, &natural).unwrap().num_colors);
+        // Asked for alone where no formula fits: the natural order's colors.
+        let alone = color(&shuffled, &only(Order::Lattice)).unwrap();
+        assert_eq!(alone.colors, color(&shuffled, &natural).unwrap().colors);
+        assert_eq!(alone.order, Order::Natural);
         // A row of 400 of 4000 columns beside sparse rows: the natural order first, and it
         // reaches the lower bound, so saturation does not run.
         let sparse = synthetic::random_sparse(4000, 4000, 4, 5);
@@ -353,11 +412,14 @@ mod tests {
         let blocks = synthetic::block_diagonal(2100, 70);
         let c = color(&blocks, &ColoringOptions::default()).unwrap();
         assert_eq!((c.num_colors, c.order), (70, Order::Natural));
-        // A band (each row's columns span less than twice its length): the natural order, at
-        // the lower bound.
-        let band = synthetic::banded(3000, 2);
+        // A band, every seventh row a column short: the formula j mod 5 (any row within five
+        // consecutive columns), at the lower bound.
+        let band = synthetic::from_rows(3000, 3000, |i, r| {
+            r.extend(i..(i + 5 - usize::from(i % 7 == 3)).min(3000))
+        });
         let c = color(&band, &ColoringOptions::default()).unwrap();
-        assert_eq!((c.num_colors, c.order), (5, Order::Natural));
+        assert_eq!((c.num_colors, c.order), (5, Order::Lattice));
+        assert_eq!(c.colors[..7], [0, 1, 2, 3, 4, 0, 1]);
     }
 
     #[test]

@@ -7,7 +7,9 @@ use crate::coloring::{self, ColoringOptions, Order};
 use crate::error::{Error, Result};
 
 /// Coloring order: the best of all orders, stopping at the lower bound (about 15 greedy
-/// passes; for a pattern colored once and used for many Jacobians).
+/// passes; for a pattern colored once and used for many Jacobians); a structured grid's
+/// pattern (a band, a stencil on a grid numbered in order) is colored by formula first, at the
+/// lower bound.
 pub const NANPROP_ORDER_BEST: u32 = 0;
 /// Coloring order: natural (column index).
 pub const NANPROP_ORDER_NATURAL: u32 = 1;
@@ -23,9 +25,11 @@ pub const NANPROP_ORDER_DYNAMIC_LARGEST_FIRST: u32 = 5;
 pub const NANPROP_ORDER_RANDOM: u32 = 6;
 /// Coloring order: saturation (DSATUR): most distinct neighbouring colors first.
 pub const NANPROP_ORDER_SATURATION: u32 = 7;
-/// Coloring order: saturation, after the natural order when one row holds half the coloring
-/// work or has at least 64 entries; stops at the lower bound (default: a few greedy passes, and on the benchmark suite
-/// never more colors than ColPack's best order).
+/// Coloring order: a structured grid's pattern (a band, a stencil on a 2-D or 3-D grid
+/// numbered in order) by formula, at the lower bound; otherwise saturation, after the natural
+/// order when one row holds half the coloring work or has at least 64 entries; stops at the
+/// lower bound (default: a few greedy passes, and on the benchmark suite never more colors
+/// than ColPack's best order).
 pub const NANPROP_ORDER_AUTO: u32 = 8;
 
 /// The version of `nanprop_coloring_options` this header describes.

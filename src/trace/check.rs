@@ -139,36 +139,29 @@ impl Check {
                 &kept
             }
         };
-        // Each color costs two evaluations. A structured grid's pattern (a band, a stencil on
-        // a grid numbered in order) is colored by formula at the lower bound, with no column
-        // graph (`coloring/lattice.rs`: the 2-D Bratu residual at 10^6, 5 colors in a few ms
-        // where saturation takes about 100). Otherwise the default coloring, which on the
-        // benchmark's patterns never needs more colors than any single order and costs less
-        // than smallest-last (random 5 per row at 10^6: 1.4 s against 4 s); on small patterns
-        // (SMALL_COLORING_WORK) smallest-last too, and the fewer colors.
-        let bound = coloring::lower_bound(light);
-        let (colors, colors_len) = match coloring::lattice(light)? {
-            Some(colors) => (colors, bound),
-            None => {
-                let mut c = coloring::color(light, &ColoringOptions::default())?;
-                let work: u64 = (0..light.rows())
-                    .map(|i| (light.row(i).len() as u64).pow(2))
-                    .sum();
-                if c.num_colors > bound && work <= SMALL_COLORING_WORK {
-                    let smallest_last = ColoringOptions {
-                        strategy: coloring::Strategy::Only(Order::SmallestLast),
-                        ..ColoringOptions::default()
-                    };
-                    let other = coloring::color(light, &smallest_last)?;
-                    if other.num_colors < c.num_colors {
-                        c = other;
-                    }
-                }
-                (c.colors, c.num_colors)
+        // Each color costs two evaluations: the default coloring, which colors a structured
+        // grid's pattern by formula at the lower bound (a band, a stencil on a grid numbered in
+        // order: the 2-D Bratu residual at 10^6, 5 colors in about 10 ms where saturation takes
+        // about 100), and otherwise on the benchmark's patterns never needs more colors than
+        // any single order and costs less than smallest-last (random 5 per row at 10^6: 1.4 s
+        // against 4 s); on small patterns (SMALL_COLORING_WORK) smallest-last too when the
+        // default is above the lower bound, and the fewer colors.
+        let mut c = coloring::color(light, &ColoringOptions::default())?;
+        let work: u64 = (0..light.rows())
+            .map(|i| (light.row(i).len() as u64).pow(2))
+            .sum();
+        if c.num_colors > coloring::lower_bound(light) && work <= SMALL_COLORING_WORK {
+            let smallest_last = ColoringOptions {
+                strategy: coloring::Strategy::Only(Order::SmallestLast),
+                ..ColoringOptions::default()
+            };
+            let other = coloring::color(light, &smallest_last)?;
+            if other.num_colors < c.num_colors {
+                c = other;
             }
-        };
-        let mut classes = filled(Vec::new(), colors_len, "check classes")?;
-        for (j, &k) in colors.iter().enumerate() {
+        }
+        let mut classes = filled(Vec::new(), c.num_colors, "check classes")?;
+        for (j, &k) in c.colors.iter().enumerate() {
             push(&mut classes[k as usize], j as u32, "a check class")?;
         }
         // Heavy rows with claims, each checked by moving all it does not depend on, while their
@@ -196,8 +189,8 @@ impl Check {
         let k = classes.len();
         Ok(Check {
             pattern,
-            colors,
-            colors_len,
+            colors: c.colors,
+            colors_len: c.num_colors,
             heavy,
             direct,
             classes,

@@ -11,9 +11,9 @@ use std::time::Instant;
 pub(crate) struct ColorArgs {
     /// The pattern (Matrix Market coordinate file).
     pub(crate) file: PathBuf,
-    /// Order: auto (saturation, after the natural order when one row holds half the work or
-    /// has at least 64 entries),
-    /// best (every order), natural, largest-first, smallest-last, incidence-degree,
+    /// Order: auto (a band's or a grid stencil's formula at the lower bound when one fits,
+    /// else saturation, after the natural order when one row holds half the work or has at
+    /// least 64 entries), best (the formula, else every order), natural, largest-first, smallest-last, incidence-degree,
     /// dynamic-largest-first, random, saturation.
     #[arg(long, default_value = "auto")]
     pub(crate) order: String,
