@@ -843,7 +843,7 @@ fn scale_table(only: Option<&str>) {
 
 /// Coloring time: each order alone (no recoloring) and the default against the natural-order
 /// greedy pass, on the benchmark's patterns and on large ones (random 5 per row at 10^5 and
-/// 10^6, and one with a dense row of 10^4): issue 13's targets are the default at most 3x the
+/// 10^6, the 2-D stencil at 10^6, and one with a dense row of 10^4): issue 13's targets are the default at most 3x the
 /// natural order, and no order quadratic in the longest row. Each time is a median of repeated
 /// runs; the default / natural ratio is the median ratio of runs of the two made alternately.
 fn coloring_time_table() {
@@ -859,6 +859,10 @@ fn coloring_time_table() {
     cases.push((
         "random sparse (5 per row) 10^6".into(),
         synthetic::random_sparse(1_000_000, 1_000_000, 5, 42),
+    ));
+    cases.push((
+        "2-D 5-point stencil 1000x1000".into(),
+        synthetic::stencil_2d(1000),
     ));
     let base = synthetic::random_sparse(100_000, 100_000, 5, 43);
     cases.push((

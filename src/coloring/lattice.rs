@@ -17,8 +17,10 @@
 //!
 //! The grid's sizes are guessed from the differences between the columns of one longest row
 //! near the middle (on a 2-D stencil they hold the grid's width N; on a 3-D one N and N^2).
-//! Each formula, radices from those differences and coefficients below `k` (the first 1), is
-//! tried on [`SAMPLE_ROWS`] rows spread over the pattern; one that passes is written out for
+//! Each formula, radices from those differences (those that write the row's columns with the
+//! smallest low digits first: radix N before N - 1, whose formulas fit all rows but those
+//! along a diagonal of the grid) and coefficients below `k` (the first 1), is tried on
+//! [`SAMPLE_ROWS`] rows spread over the pattern; one that passes is written out for
 //! every column and checked on every row ([`super::check`]), at most [`FULL_TESTS`] times. A
 //! pattern with no such structure (random columns, an unstructured mesh) fails on the sample
 //! rows, within [`SAMPLE_TESTS`] tries of a few rows each. The answer is a valid coloring with
@@ -30,7 +32,7 @@ use crate::error::{filled, Result};
 use crate::pattern::Pattern;
 
 /// Rows spread over the pattern on which a formula is tried before it is written out.
-const SAMPLE_ROWS: usize = 64;
+const SAMPLE_ROWS: usize = 256;
 /// Formulas tried on the sample rows, at most.
 const SAMPLE_TESTS: usize = 1 << 13;
 /// Formulas written out and checked on every row, at most.
@@ -141,32 +143,60 @@ pub(crate) fn lattice(p: &Pattern) -> Result<Option<Vec<u32>>> {
         .map(|t| t * m / SAMPLE_ROWS)
         .chain([model])
         .collect();
+    // The model row's columns as offsets from its middle one. A radix fits the grid as well as
+    // it writes them with small low digits: on a 2-D grid of width N, radix N writes the
+    // 5-point stencil's as 0, +-1 and +-N (its misfit 2); radix N - 1, whose formulas pass most
+    // rows (all but those along a diagonal of the grid), as +-1 and +-(N - 1) +- 1 (misfit 4).
+    // Radices are tried by misfit, least first.
+    let middle = i64::from(row[row.len() / 2]);
+    let offsets: Vec<i64> = row.iter().map(|&j| i64::from(j) - middle).collect();
+    let digits = |d: i64, r: i64| {
+        let low = d.rem_euclid(r);
+        let low = if low > r / 2 { low - r } else { low };
+        (low, (d - low) / r)
+    };
+    let misfit = |[r1, r2]: [u64; 2]| -> i64 {
+        let sizes = |&d: &i64| match r2 {
+            0 => digits(d, r1 as i64).0.abs(),
+            _ => {
+                let rest = digits(d, r2 as i64).0;
+                let (low, mid) = digits(rest, r1 as i64);
+                low.abs() + mid.abs()
+            }
+        };
+        offsets.iter().map(sizes).sum()
+    };
+    let mut radices: Vec<[u64; 2]> = diffs.iter().map(|&r| [r, 0]).collect();
+    radices.sort_by_key(|&r| (misfit(r), r));
+    let mut pairs: Vec<[u64; 2]> = Vec::new();
+    if k <= MAX_COLORS_3D {
+        for (a, &r1) in diffs.iter().enumerate() {
+            pairs.extend(
+                diffs[a + 1..]
+                    .iter()
+                    .filter(|&&r2| r2 % r1 == 0)
+                    .map(|&r2| [r1, r2]),
+            );
+        }
+        pairs.sort_by_key(|&r| (misfit(r), r));
+    }
     let k64 = k as u64;
-    let mut formulas = vec![Formula {
+    let one = Formula {
         radices: [0, 0],
         len: 0,
         coef: [1, 0, 0],
         k: k64,
-    }];
-    let (mut tried, mut written) = (0usize, 0usize);
-    let mut next = 0;
-    // Formulas are made as they are tried: one digit, then two (each radix, each
-    // coefficient), then three for short rows.
-    let mut two = diffs.iter().flat_map(|&r1| {
+    };
+    // One digit, then two (each radix, each coefficient), then three for short rows.
+    let two = radices.iter().flat_map(|&radices| {
         (0..k64).map(move |b| Formula {
-            radices: [r1, 0],
+            radices,
             len: 1,
             coef: [1, b, 0],
             k: k64,
         })
     });
-    let pairs = diffs.iter().enumerate().flat_map(|(a, &r1)| {
-        diffs[a + 1..]
-            .iter()
-            .filter(move |&&r2| r2 % r1 == 0)
-            .map(move |&r2| [r1, r2])
-    });
-    let mut three = pairs.filter(|_| k <= MAX_COLORS_3D).flat_map(|radices| {
+    let three = pairs.iter().flat_map(|&radices| {
         (0..k64 * k64).map(move |be| Formula {
             radices,
             len: 2,
@@ -174,22 +204,12 @@ pub(crate) fn lattice(p: &Pattern) -> Result<Option<Vec<u32>>> {
             k: k64,
         })
     });
-    loop {
-        let formula = match formulas.get(next) {
-            Some(&f) => f,
-            None => match two.next().or_else(|| three.next()) {
-                Some(f) => {
-                    formulas.push(f);
-                    f
-                }
-                None => return Ok(None),
-            },
-        };
-        next += 1;
-        tried += 1;
-        if tried > SAMPLE_TESTS {
-            return Ok(None);
-        }
+    let mut written = 0;
+    for formula in std::iter::once(one)
+        .chain(two)
+        .chain(three)
+        .take(SAMPLE_TESTS)
+    {
         if !sample.iter().all(|&i| formula.fits(p.row(i))) {
             continue;
         }
@@ -202,6 +222,7 @@ pub(crate) fn lattice(p: &Pattern) -> Result<Option<Vec<u32>>> {
             return Ok(None);
         }
     }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -257,8 +278,13 @@ mod tests {
             synthetic::banded(1000, 5),
             synthetic::block_diagonal(1000, 10),
             synthetic::stencil_2d(30),
-            // Width 35, a multiple of 5: no formula in one digit fits.
+            // Widths 35 and 100, multiples of 5: no formula in one digit fits; radices 99 and
+            // 101 give formulas that fit all rows but those along a diagonal.
             synthetic::stencil_2d(35),
+            synthetic::stencil_2d(100),
+            // Width 1000: radices 999 and 1001 fit every sample row (the rows they do not
+            // fit are 1 in 1000); radix 1000 must come first.
+            grid(&[1000, 40], &FIVE),
             grid(&[40, 25], &FIVE),
             grid(&[12, 9, 7], &SEVEN),
         ] {
@@ -279,7 +305,8 @@ mod tests {
         let clean = synthetic::stencil_2d(40);
         let colors = at_the_bound(&clean);
         let odd = 401;
-        assert!((0..64).all(|t| t * 1600 / 64 != odd) && clean.row(odd).len() == 5);
+        let sampled = |i| (0..super::SAMPLE_ROWS).any(|t| t * 1600 / super::SAMPLE_ROWS == i);
+        assert!(!sampled(odd) && clean.row(odd).len() == 5);
         let twin = (0..1600)
             .find(|&j| colors[j] == colors[odd] && !clean.contains(odd, j))
             .unwrap();
