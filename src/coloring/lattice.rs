@@ -111,15 +111,15 @@ impl Formula {
     }
 }
 
-/// The columns of `p` colored by a grid formula at the lower bound (the longest row's length),
-/// or `None` when no formula was found (see the module docs). A coloring returned is valid
-/// and has exactly that many colors.
+/// The columns of `p` colored by a grid formula at its lower bound `k` (the longest row's
+/// length, [`super::lower_bound`]), or `None` when no formula was found (see the module docs).
+/// A coloring returned is valid and has exactly `k` colors.
 ///
 /// # Errors
 /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when the colors do not fit.
-pub(crate) fn lattice(p: &Pattern) -> Result<Option<Vec<u32>>> {
+pub(crate) fn lattice(p: &Pattern, k: usize) -> Result<Option<Vec<u32>>> {
     let (m, n) = (p.rows(), p.cols());
-    let k = super::lower_bound(p);
+    debug_assert_eq!(k, super::lower_bound(p));
     if k == 0 || k > MAX_COLORS || m == 0 {
         return Ok(None);
     }
@@ -264,9 +264,9 @@ mod tests {
     ];
 
     fn at_the_bound(p: &Pattern) -> Vec<u32> {
-        let colors = lattice(p).unwrap().expect("a formula");
-        assert_eq!(colors.len(), p.cols());
         let k = lower_bound(p);
+        let colors = lattice(p, k).unwrap().expect("a formula");
+        assert_eq!(colors.len(), p.cols());
         assert_eq!(check(p, &colors, k), Ok(()));
         colors
     }
@@ -296,9 +296,9 @@ mod tests {
     fn patterns_without_a_grid_get_none_and_every_answer_is_valid() {
         for seed in 0..8 {
             let p = synthetic::random_sparse(2000, 2000, 5, seed);
-            assert_eq!(lattice(&p).unwrap(), None);
+            assert_eq!(lattice(&p, 5).unwrap(), None);
         }
-        assert_eq!(lattice(&synthetic::arrowhead(500)).unwrap(), None);
+        assert_eq!(lattice(&synthetic::arrowhead(500), 500).unwrap(), None);
         // A stencil with one row that the formula of the grid does not fit, away from the
         // sample rows (its last column swapped for one of its own column's color): the sample
         // passes, the check on every row refuses it.
@@ -319,8 +319,8 @@ mod tests {
         });
         assert_eq!(lower_bound(&broken), 5);
         assert!(check(&broken, &colors, 5).is_err());
-        if let Some(c) = lattice(&broken).unwrap() {
-            assert_eq!(check(&broken, &c, lower_bound(&broken)), Ok(()));
+        if let Some(c) = lattice(&broken, 5).unwrap() {
+            assert_eq!(check(&broken, &c, 5), Ok(()));
         }
     }
 }

@@ -247,7 +247,8 @@ pub fn check(p: &Pattern, colors: &[u32], num_colors: usize) -> Result<(), (usiz
 /// (O(nnz + n)) do not fit.
 pub fn color(p: &Pattern, options: &ColoringOptions) -> crate::error::Result<Coloring> {
     let n = p.cols();
-    let target = lower_bound(p).max(usize::from(n > 0));
+    let longest = lower_bound(p);
+    let target = longest.max(usize::from(n > 0));
     if target >= n {
         // A row holds every column: each column needs its own color, and building the column
         // graph would cost the square of that row's length (minutes at n = 2500, the dense
@@ -265,7 +266,7 @@ pub fn color(p: &Pattern, options: &ColoringOptions) -> crate::error::Result<Col
         Strategy::Auto | Strategy::BestOf | Strategy::Only(Order::Lattice)
     );
     if formula_first {
-        if let Some(colors) = lattice(p)? {
+        if let Some(colors) = lattice(p, longest)? {
             return Ok(Coloring {
                 colors,
                 num_colors: target,
