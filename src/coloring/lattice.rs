@@ -290,6 +290,13 @@ mod tests {
         ] {
             at_the_bound(&p);
         }
+        // Rectangular: a residual on the interior points of a 50 x 50 grid whose unknowns
+        // include the boundary's (m = 48^2 rows, n = 50^2 columns).
+        let interior = from_rows(48 * 48, 2500, |i, r| {
+            let c = (i / 48 + 1) * 50 + i % 48 + 1;
+            r.extend([c - 50, c - 1, c, c + 1, c + 50]);
+        });
+        at_the_bound(&interior);
     }
 
     #[test]
