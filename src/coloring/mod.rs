@@ -69,8 +69,8 @@
 //! transposed structure, or the pattern's own rows when it is structurally symmetric);
 //! `saturation.rs` the saturation order, tuned for memory latency, with `seen.rs` for its
 //! colors from 64 up; `result.rs` the [`Coloring`]. `lattice.rs` colors the patterns of
-//! structured grids numbered in order by formula, at the lower bound (the trace's check uses
-//! it before this module's orders).
+//! structured grids numbered in order by formula, at the lower bound (the default and best-of
+//! try it before any order).
 
 mod buckets;
 mod columns;
