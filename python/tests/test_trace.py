@@ -76,6 +76,28 @@ def test_coloring_separates_columns_sharing_a_row():
         nanprop.coloring(p, order="alphabetical")
 
 
+def test_a_grid_stencil_is_colored_at_its_longest_row():
+    # The 5-point stencil on a 40 x 40 grid numbered row by row (a width that is a multiple
+    # of 5): the default colors it by formula with 5 colors, the natural order needs 7.
+    g = 40
+    laplacian = scipy.sparse.diags(
+        [1.0, 1.0, -4.0, 1.0, 1.0], [-g, -1, 0, 1, g], shape=(g * g, g * g)
+    )
+    # No wrap-around between the grid's rows.
+    A = laplacian.tolil()
+    for r in range(1, g):
+        A[r * g, r * g - 1] = 0
+        A[r * g - 1, r * g] = 0
+    A = A.tocsr()
+    A.eliminate_zeros()
+    colors = nanprop.coloring(A)
+    assert colors.max() + 1 == 5
+    for i in range(g * g):
+        row = colors[A.indices[A.indptr[i] : A.indptr[i + 1]]]
+        assert len(set(row)) == len(row), f"row {i} holds two columns of one color"
+    assert nanprop.coloring(A, order="natural").max() + 1 == 7
+
+
 def test_nan_in_x0_raises_invalid_argument():
     with pytest.raises(nanprop.InvalidArgumentError, match="x0\\[1\\]"):
         nanprop.trace(tridiagonal, np.array([1.0, np.nan, 2.0]))
