@@ -141,7 +141,7 @@ impl Check {
         };
         // Each color costs two evaluations: the default coloring, which colors a structured
         // grid's pattern by formula at the lower bound (a band, a stencil on a grid numbered in
-        // order: the 2-D Bratu residual at 10^6, 5 colors in about 10 ms where saturation takes
+        // order: the 2-D Bratu residual at 10^6, 5 colors in about 5 ms where saturation takes
         // about 100), and otherwise on the benchmark's patterns never needs more colors than
         // any single order and costs less than smallest-last (random 5 per row at 10^6: 1.4 s
         // against 4 s); on small patterns (SMALL_COLORING_WORK) smallest-last too when the
