@@ -276,7 +276,6 @@ fn ask_ahead(p: &Pattern, t: &ColumnRows, color: &[u32], order: &[u32], at: usiz
 /// columns, the columns' records), so the scattered reads of one level overlap instead of
 /// waiting for each other.
 fn prefetch_walk<T>(p: &Pattern, rows: &[u32], cols: &[T]) {
-    use crate::prefetch::prefetch;
     let (row_ptr, col_idx) = (p.row_ptr(), p.col_idx());
     for &i in rows {
         prefetch(row_ptr, i as usize);

@@ -48,10 +48,11 @@
 //! column, a buffer as long as the longest walk, a copy of the column lists without repeated
 //! rows when there are some, and for the columns that see more than 64 colors a bit per
 //! color they see). No order costs more than that: saturation's question "is this color new
-//! to this column" is O(1) (`seen.rs`). Measured (`nanprop-bench --coloring`, medians): the
-//! default 1.0-2.2x the natural order's time on the benchmark's patterns, but 4.1x on random
-//! 5 per row at n = 10^6 (about 1 s against 0.23 s, since greedy passes ask ahead there), where
-//! every order plus recoloring takes up to 40x; saturation's walk is laid out for memory
+//! to this column" is O(1) (`seen.rs`). Measured (`nanprop-bench --coloring`, medians, in the
+//! README's tables): the default 0.1-0.3x the natural order's time where a grid's formula fits
+//! (bands, blocks, stencils, the FEM-like mesh; the 2-D stencil at 10^6 5.4 ms against 28.8),
+//! 1.0-2.6x on the other patterns, 2.6-3.0x on random 5 per row at n = 10^6 (about 0.65 s
+//! against 0.2-0.26 s), where every order plus recoloring takes up to 41x; saturation's walk is laid out for memory
 //! latency (`saturation.rs`), and on large patterns whose rows reach far apart the other
 //! orders' walks and the greedy passes ask for each level first (`graph.rs`).
 //!

@@ -150,7 +150,7 @@ impl Check {
         let work: u64 = (0..light.rows())
             .map(|i| (light.row(i).len() as u64).pow(2))
             .sum();
-        if c.num_colors > coloring::lower_bound(light) && work <= SMALL_COLORING_WORK {
+        if work <= SMALL_COLORING_WORK && c.num_colors > coloring::lower_bound(light) {
             let smallest_last = ColoringOptions {
                 strategy: coloring::Strategy::Only(Order::SmallestLast),
                 ..ColoringOptions::default()
