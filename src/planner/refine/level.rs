@@ -11,7 +11,9 @@
 //! patterns without locality as tallies, at the last level as masks: `conflicts.rs`). At the
 //! last level it colors them
 //! again with quiet rows' candidates sharing probes, and once more class by class (iterated
-//! greedy): the `refine` module docs, "The last level".
+//! greedy): the `refine` module docs, "The last level". At a coarse level where each block is
+//! held by thousands of lists (a big pattern without locality), the coloring counts over a
+//! sample of the lists (`sample.rs`).
 //! [`Refine::start_onehot`] hands out one probe per still-unknown column instead.
 //!
 //! On two cores, at large levels, the listing pass runs in two halves of rows at once
@@ -27,6 +29,7 @@ use super::conflicts::{
     p_mask_of_list, restart, Conflicts, Lists, Masks, Tallies, BLIND_SOFT, HARD, QUIET, SOFT,
     TALLY_COLORS, TALLY_MAX_LIST, UNUSED,
 };
+use super::sample;
 use super::{
     block_range, Mode, Refine, DENSE_MIN, MIN_BLOCKS_FOR_DENSE_TEST, MIN_BLOCKS_FOR_SCALE_TEST,
     NONE, P_FLAG, SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
@@ -130,7 +133,6 @@ impl Refine {
         if lists.is_empty() && suspected.is_empty() {
             return Ok(None);
         }
-        let rows = lists.len();
         lists.push((k_idx.len() as u32, k_idx.len() as u32, 0));
         let unknown_cols: usize = (0..nblocks)
             .filter(|&b| is_cand[b])
@@ -144,6 +146,21 @@ impl Refine {
         if work > work_limit || nblocks > P_FLAG as usize || k_idx.len() >= P_FLAG as usize {
             return Ok(Some(self.start_onehot()?));
         }
+        // At a coarse level where every block has thousands of lists, the coloring counts over
+        // a sample of them (`sample.rs`); the whole lists stay for the parked runs' probes.
+        let probed_blocks = probed.iter().filter(|&&p| p != 0).count();
+        let s = sample::stride(leaf, &lists, k_idx.len(), probed_blocks, self.sample_from);
+        let whole = match s > 1 {
+            true => {
+                let (part, part_k) = sample::sample(&lists, &k_idx, s, shift)?;
+                Some((
+                    std::mem::replace(&mut lists, part),
+                    std::mem::replace(&mut k_idx, part_k),
+                ))
+            }
+            false => None,
+        };
+        let rows = lists.len() - 1;
 
         // Transpose: for each block, the rows (ordinals) that hold it, with
         // the block's P/Q flag for that row in the top bit.
@@ -183,7 +200,7 @@ impl Refine {
             (2 * max_q + 2).max(4)
         };
         let mut color = filled(NONE, nblocks, "block colors")?;
-        let by_block = (&t_ptr[..], &t_idx[..], scattered(&t_ptr, &t_idx));
+        let by_block = (&t_ptr[..], &t_idx[..], scattered(&t_ptr, &t_idx, s));
         self.far = by_block.2;
         let tallied = !leaf
             && by_block.2
@@ -207,7 +224,9 @@ impl Refine {
                 (leaf, false),
                 cap,
             )?)?;
-            self.parked.set_masks(|r| Some(tallies.p_mask(r)));
+            if whole.is_none() {
+                self.parked.set_masks(|r| Some(tallies.p_mask(r)));
+            }
             colors
         } else {
             // What a block's rows already hold: row r's colored blocks so far, as color | P flag,
@@ -290,17 +309,26 @@ impl Refine {
             // (Colored so far: all its P blocks, every P block being probed, in its fill.)
             // None at the last level, whose passes may have kept masks instead of lists.
             debug_assert!(!leaf || self.parked.spans.is_empty());
-            self.parked.set_masks(|r| {
-                p_mask_of_list(&seen[(lists[r].0 & !P_FLAG) as usize..lists[r].1 as usize])
-            });
+            if whole.is_none() {
+                self.parked.set_masks(|r| {
+                    p_mask_of_list(&seen[(lists[r].0 & !P_FLAG) as usize..lists[r].1 as usize])
+                });
+            }
             colors
         };
         drop((t_ptr, t_idx, lists));
+        if let Some((lists, k_idx)) = whole {
+            // The runs' probes from their whole lists (a sample colors fewer lists).
+            let list =
+                |r: usize| (lists[r].0 & !P_FLAG) as usize..(lists[r + 1].0 & !P_FLAG) as usize;
+            self.parked
+                .set_masks(|r| sample::p_mask_of_blocks(&k_idx[list(r)], &color));
+        }
 
         // Dense at this scale: the coloring compresses nothing and the last step's tested
         // candidates nearly all changed. Refining further would cost more than one probe per
         // remaining column.
-        let probed_count = probed.iter().filter(|&&p| p != 0).count();
+        let probed_count = probed_blocks;
         // Dense at this scale: some row already has known dependencies in at least 3/4 of the
         // blocks, or the coloring compresses nothing while nearly every tested block changed.
         let dense =
@@ -892,15 +920,15 @@ fn nonzero(flags: &[u8]) -> impl Iterator<Item = usize> + Clone + '_ {
 /// Whether the blocks' rows lie far apart: their lists then come from scattered memory. The
 /// mean distance between a block's first and last row (ordinals, increasing within a block)
 /// over the first 1024 blocks with several rows, against a span that stays in cache (4096
-/// rows: 48 KB of list bounds).
-fn scattered(t_ptr: &[u32], t_idx: &[u32]) -> bool {
+/// rows: 48 KB of list bounds); ordinals of a sample of stride `s` count `s` rows each.
+fn scattered(t_ptr: &[u32], t_idx: &[u32], s: u32) -> bool {
     let (mut blocks, mut span) = (0u64, 0u64);
     for w in t_ptr.windows(2).filter(|w| w[1] > w[0] + 1).take(1024) {
         let (first, last) = (t_idx[w[0] as usize], t_idx[w[1] as usize - 1]);
         span += u64::from((last & !P_FLAG).saturating_sub(first & !P_FLAG));
         blocks += 1;
     }
-    span > 4096 * blocks
+    span * u64::from(s) > 4096 * blocks
 }
 
 #[cfg(test)]
