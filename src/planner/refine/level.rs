@@ -147,16 +147,16 @@ impl Refine {
             return Ok(Some(self.start_onehot()?));
         }
         // At a coarse level where every block has thousands of lists, the coloring counts over
-        // a sample of them (`sample.rs`); the whole lists stay for the parked runs' probes.
+        // a sample of them (`sample.rs`); the runs of parked rows keep their whole lists, for
+        // their probes, and the others go.
         let probed_blocks = probed.iter().filter(|&&p| p != 0).count();
         let s = sample::stride(leaf, &lists, k_idx.len(), probed_blocks, self.sample_from);
-        let whole = match s > 1 {
+        let runs = match s > 1 {
             true => {
                 let (part, part_k) = sample::sample(&lists, &k_idx, s, shift)?;
-                Some((
-                    std::mem::replace(&mut lists, part),
-                    std::mem::replace(&mut k_idx, part_k),
-                ))
+                let runs = sample::RunLists::take(&mut self.parked.spans, &lists, &k_idx)?;
+                (lists, k_idx) = (part, part_k);
+                Some(runs)
             }
             false => None,
         };
@@ -224,7 +224,7 @@ impl Refine {
                 (leaf, false),
                 cap,
             )?)?;
-            if whole.is_none() {
+            if runs.is_none() {
                 self.parked.set_masks(|r| Some(tallies.p_mask(r)));
             }
             colors
@@ -309,7 +309,7 @@ impl Refine {
             // (Colored so far: all its P blocks, every P block being probed, in its fill.)
             // None at the last level, whose passes may have kept masks instead of lists.
             debug_assert!(!leaf || self.parked.spans.is_empty());
-            if whole.is_none() {
+            if runs.is_none() {
                 self.parked.set_masks(|r| {
                     p_mask_of_list(&seen[(lists[r].0 & !P_FLAG) as usize..lists[r].1 as usize])
                 });
@@ -317,12 +317,9 @@ impl Refine {
             colors
         };
         drop((t_ptr, t_idx, lists));
-        if let Some((lists, k_idx)) = whole {
+        if let Some(runs) = runs {
             // The runs' probes from their whole lists (a sample colors fewer lists).
-            let list =
-                |r: usize| (lists[r].0 & !P_FLAG) as usize..(lists[r + 1].0 & !P_FLAG) as usize;
-            self.parked
-                .set_masks(|r| sample::p_mask_of_blocks(&k_idx[list(r)], &color));
+            self.parked.set_masks(|k| runs.p_mask(k, &color));
         }
 
         // Dense at this scale: the coloring compresses nothing and the last step's tested

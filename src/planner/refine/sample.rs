@@ -34,8 +34,8 @@
 //!
 //! The draw is a hash of the level and the list's ordinal (`rng.rs`): the same coloring in
 //! every run, and in a journal's replay. Nothing else is sampled: every row is listed, so the
-//! probeable candidates, their probes, the parked runs' probe sets (made from the whole lists
-//! and the colors: [`p_mask_of_blocks`]) and the tells are the whole rows'. Not at the last
+//! probeable candidates, their probes, the parked runs' probe sets (made from their whole
+//! lists, kept apart when the others go: [`RunLists`]) and the tells are the whole rows'. Not at the last
 //! level, where every conflict is hard and a missed one costs the row a probe; below
 //! [`SAMPLE_FROM`] the whole rows are cheap to count and the coloring is the one it was (the
 //! fingerprint suite, 20000 rows at most, identical).
@@ -48,7 +48,7 @@
 //! paired measurements).
 
 use super::{NONE, P_FLAG};
-use crate::error::{push, reserve_exact, Result};
+use crate::error::{push, reserve, reserve_exact, Result};
 
 /// The fewest (row, block) entries a level lists for its coloring to be counted over a
 /// sample: below, the whole rows cost little.
@@ -131,6 +131,51 @@ pub(super) fn sample(
     let end = sub_k.len() as u32;
     push(&mut sub, (end, end, 0), "sampled lists")?;
     Ok((sub, sub_k))
+}
+
+/// The lists of the runs of parked rows at a sampled level (`parked.rs`, "Runs"), kept apart
+/// so that the whole lists can go before the coloring: the tells need each run's probes,
+/// made from its whole list and the colors ([`RunLists::p_mask`]).
+pub(super) struct RunLists {
+    /// Run list `k`'s blocks (block id | P flag) from `ptr[k]` to `ptr[k + 1]`.
+    ptr: Vec<u32>,
+    blocks: Vec<u32>,
+}
+
+impl RunLists {
+    /// Copies the lists `spans` point at (`(first row, end row, list ordinal)` in row order,
+    /// ordinals into `lists` and `k_idx` as [`sample`] takes them) and points each span at its
+    /// copy's index instead.
+    ///
+    /// # Errors
+    /// `OutOfMemory` when the copies' space cannot be had.
+    pub fn take(
+        spans: &mut [(u32, u32, u64)],
+        lists: &[(u32, u32, u32)],
+        k_idx: &[u32],
+    ) -> Result<Self> {
+        let (mut ptr, mut blocks) = (Vec::new(), Vec::new());
+        push(&mut ptr, 0, "the runs' lists")?;
+        let mut last = None;
+        for span in spans {
+            if last != Some(span.2) {
+                last = Some(span.2);
+                let r = span.2 as usize;
+                let (start, end) = (lists[r].0 & !P_FLAG, lists[r + 1].0 & !P_FLAG);
+                reserve(&mut blocks, (end - start) as usize, "the runs' lists")?;
+                blocks.extend_from_slice(&k_idx[start as usize..end as usize]);
+                push(&mut ptr, blocks.len() as u32, "the runs' lists")?;
+            }
+            span.2 = (ptr.len() - 2) as u64;
+        }
+        Ok(RunLists { ptr, blocks })
+    }
+
+    /// The probes holding one of run list `k`'s P blocks, as [`p_mask_of_blocks`] gives them.
+    pub fn p_mask(&self, k: usize, color: &[u32]) -> Option<u64> {
+        let (start, end) = (self.ptr[k] as usize, self.ptr[k + 1] as usize);
+        p_mask_of_blocks(&self.blocks[start..end], color)
+    }
 }
 
 /// The probes (colors below 64) holding one of the P blocks of a list of blocks (block id |
@@ -265,6 +310,19 @@ mod tests {
         }
         // A different level draws differently.
         assert_ne!(sample(&lists, &k_idx, s, 10).unwrap().0, sub);
+    }
+
+    #[test]
+    fn runs_point_at_copies_of_their_lists() {
+        let lists = [(0, 0, 1), (2 | P_FLAG, 2, 5), (3, 3, 1), (5, 5, 0)];
+        let k_idx = [1 | P_FLAG, 2, 0 | P_FLAG, 4, 5 | P_FLAG];
+        let mut spans = vec![(10, 12, 1), (12, 20, 1), (30, 31, 2), (40, 41, 0)];
+        let runs = RunLists::take(&mut spans, &lists, &k_idx).unwrap();
+        assert_eq!(spans, [(10, 12, 0), (12, 20, 0), (30, 31, 1), (40, 41, 2)]);
+        let color = [7, 1, 2, 9, 3, 4];
+        assert_eq!(runs.p_mask(0, &color), Some(1 << 7));
+        assert_eq!(runs.p_mask(1, &color), Some(1 << 4));
+        assert_eq!(runs.p_mask(2, &color), Some(1 << 1));
     }
 
     #[test]
