@@ -315,7 +315,7 @@ mod tests {
     #[test]
     fn runs_point_at_copies_of_their_lists() {
         let lists = [(0, 0, 1), (2 | P_FLAG, 2, 5), (3, 3, 1), (5, 5, 0)];
-        let k_idx = [1 | P_FLAG, 2, 0 | P_FLAG, 4, 5 | P_FLAG];
+        let k_idx = [1 | P_FLAG, 2, P_FLAG, 4, 5 | P_FLAG];
         let mut spans = vec![(10, 12, 1), (12, 20, 1), (30, 31, 2), (40, 41, 0)];
         let runs = RunLists::take(&mut spans, &lists, &k_idx).unwrap();
         assert_eq!(spans, [(10, 12, 0), (12, 20, 0), (30, 31, 1), (40, 41, 2)]);
