@@ -807,17 +807,30 @@ mod tests {
     /// Runs the planner alone, under the default cap, on `f` (n inputs, m outputs); `after_step`
     /// sees it at each ask, after the step before was told and split.
     fn drive(f: &mut dyn BlackBox, m: usize, n: usize, mut after_step: impl FnMut(&Refine, usize)) {
+        drive_with(f, m, n, |_| {}, |p, probes| after_step(p, probes.len()));
+    }
+
+    /// [`drive`] with the planner set up by `setup` first, `after_step` given the probes, and
+    /// the planner returned at the end.
+    fn drive_with(
+        f: &mut dyn BlackBox,
+        m: usize,
+        n: usize,
+        setup: impl FnOnce(&mut Refine),
+        mut after_step: impl FnMut(&Refine, &[Probe]),
+    ) -> Refine {
         let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 1e-3).collect();
         let mut baseline = vec![0.0; m];
         f.eval(&x0, &mut baseline).unwrap();
         let mut planner =
             Refine::new(n, baseline, Refine::allowance(n), EntryKind::Assumed).unwrap();
+        setup(&mut planner);
         let (mut x, mut y) = (x0.clone(), vec![0.0; m]);
         loop {
             let probes = planner.ask().unwrap();
-            after_step(&planner, probes.len());
+            after_step(&planner, &probes);
             if probes.is_empty() {
-                return;
+                return planner;
             }
             for (k, probe) in probes.iter().enumerate() {
                 probe.write_tags(&mut x);
@@ -1093,27 +1106,14 @@ mod tests {
             let mut runs = Vec::new();
             for sample_from in [usize::MAX, 0] {
                 let mut f = synthetic::Synthetic::new(&truth, winner, 5);
-                let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 1e-3).collect();
-                let mut baseline = vec![0.0; m];
-                f.eval(&x0, &mut baseline).unwrap();
-                let mut planner =
-                    Refine::new(n, baseline, Refine::allowance(n), EntryKind::Assumed).unwrap();
-                planner.sample_from = sample_from;
-                let (mut x, mut y) = (x0.clone(), vec![0.0; m]);
                 let mut asked = Vec::new();
-                loop {
-                    let probes = planner.ask().unwrap();
-                    if probes.is_empty() {
-                        break;
-                    }
-                    for (k, probe) in probes.iter().enumerate() {
-                        probe.write_tags(&mut x);
-                        f.eval(&x, &mut y).unwrap();
-                        probe.restore(&x0, &mut x);
-                        planner.tell(k, probe, &y, &[]).unwrap();
-                        asked.push(probe.cols().to_vec());
-                    }
-                }
+                let planner = drive_with(
+                    &mut f,
+                    m,
+                    n,
+                    |p| p.sample_from = sample_from,
+                    |_, probes| asked.extend(probes.iter().map(|p| p.cols().to_vec())),
+                );
                 let builder = PatternBuilder::new(m, n, bitvec![0; m]).unwrap();
                 let p = Box::new(planner).finish(builder).unwrap();
                 assert!(
