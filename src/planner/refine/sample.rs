@@ -17,8 +17,8 @@
 //! capped, a block takes the color with the fewest weighted conflicts: `refine.rs`), and any
 //! coloring is sound: a P block that shares a probe with a Q block of its row is only wasted
 //! for that row (the row changes, and keeps the block). So when a level lists at least
-//! [`SAMPLE_FROM`] entries and its probed blocks are each held by at least
-//! `2 SAMPLED_PER_BLOCK` lists on average, the coloring counts over a sample of the lists:
+//! [`SAMPLE_FROM`] entries, at least `2 SAMPLED_PER_BLOCK` per probed block (about as many
+//! lists hold each probed block), the coloring counts over a sample of the lists:
 //! one list of weight `w` (the rows sharing it) is kept with probability `min(1, w / s)` and
 //! then weighs `max(w, s)`, so each count's expectation is the count over every row (a
 //! Horvitz-Thompson estimate); `s` is the largest power of two, at most [`MAX_STRIDE`], that
@@ -63,10 +63,10 @@ const SAMPLED_PER_BLOCK: usize = 512;
 const MAX_STRIDE: u32 = 64;
 
 /// The sampling stride for a level's coloring of `lists` (as [`sample`] takes them):
-/// 1 (no sample) at the last level, below `sample_from` listed entries, when the `blocks`
-/// probed blocks hold fewer than `2 SAMPLED_PER_BLOCK` of the `entries` lists each on
-/// average, or when a list is blind; otherwise the largest power of two up to [`MAX_STRIDE`]
-/// that leaves at least [`SAMPLED_PER_BLOCK`] per block.
+/// 1 (no sample) at the last level, below `sample_from` listed entries, when the `entries`
+/// come to fewer than `2 SAMPLED_PER_BLOCK` per probed block (`blocks` of them), or when a
+/// list is blind; otherwise the largest power of two up to [`MAX_STRIDE`] that leaves at least
+/// [`SAMPLED_PER_BLOCK`] entries per probed block.
 pub(super) fn stride(
     leaf: bool,
     lists: &[(u32, u32, u32)],
