@@ -350,9 +350,10 @@ def coloring(
     p : a `Pattern`, or a SciPy sparse matrix / 2-D array whose nonzeros are the pattern.
     order : ``"auto"`` (default: a band's or a stencil's on a grid numbered in order colored by
         formula at the longest row, which no coloring can beat; otherwise saturation, after the
-        natural order when one row holds half the coloring work or has at least 64 entries; a
-        few greedy passes, stopping early at the longest row), ``"best"`` (the formula, else
-        every order below, the fewest colors, about 15 passes)
+        natural order when one row holds half the coloring work, has at least 64 entries or
+        every row's columns lie close together; a few greedy passes, stopping early at the
+        longest row), ``"best"`` (the formula, else every order below, the fewest colors, about
+        15 passes)
         or one of ``"natural"``, ``"largest-first"``,
         ``"smallest-last"``, ``"incidence-degree"``, ``"dynamic-largest-first"``, ``"random"``,
         ``"saturation"``.

@@ -27,9 +27,9 @@ pub const NANPROP_ORDER_RANDOM: u32 = 6;
 pub const NANPROP_ORDER_SATURATION: u32 = 7;
 /// Coloring order: a structured grid's pattern (a band, a stencil on a 2-D or 3-D grid
 /// numbered in order) by formula, at the lower bound; otherwise saturation, after the natural
-/// order when one row holds half the coloring work or has at least 64 entries; stops at the
-/// lower bound (default: a few greedy passes, and on the benchmark suite never more colors
-/// than ColPack's best order).
+/// order when one row holds half the coloring work, has at least 64 entries or every row's
+/// columns lie close together (a band, blocks); stops at the lower bound (default: a few
+/// greedy passes, and on the benchmark suite never more colors than ColPack's best order).
 pub const NANPROP_ORDER_AUTO: u32 = 8;
 
 /// The version of `nanprop_coloring_options` this header describes.

@@ -12,8 +12,9 @@ pub(crate) struct ColorArgs {
     /// The pattern (Matrix Market coordinate file).
     pub(crate) file: PathBuf,
     /// Order: auto (a band's or a grid stencil's formula at the lower bound when one fits,
-    /// else saturation, after the natural order when one row holds half the work or has at
-    /// least 64 entries), best (the formula, else every order), natural, largest-first, smallest-last, incidence-degree,
+    /// else saturation, after the natural order when one row holds half the work, has at
+    /// least 64 entries or every row's columns lie close together), best (the formula, else
+    /// every order), natural, largest-first, smallest-last, incidence-degree,
     /// dynamic-largest-first, random, saturation.
     #[arg(long, default_value = "auto")]
     pub(crate) order: String,

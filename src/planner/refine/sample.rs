@@ -42,12 +42,13 @@
 //!
 //! # Cost and effect
 //!
-//! One pass over the lists (a hash per list, the kept ones copied) and a copy of the runs'
-//! lists. Random 5 per row at n = 10^6: levels 17 to 6 sampled, at strides 64 down to 2, a
-//! sampled level's ask (split and plan) 160-400 ms instead of 230-505; the trace's library
-//! time 9.2-9.4 s -> 6.9-7.1 s in single runs, the whole benchmark process 0.84x (README, "A coarse level's
-//! coloring over a sample of the rows"); 261 evaluations against 260 (which few rows reach the
-//! last level's second step is chance).
+//! Two passes over the lists' bounds (a hash per list each: the first sizes the sample, the
+//! second copies the kept lists) and a copy of the runs' lists. Random 5 per row at
+//! n = 10^6: levels 17 to 6 sampled, at strides 64 down to 2, a sampled level's ask (split and
+//! plan) 160-400 ms instead of 230-505; the trace's library time 9.2-9.4 s -> 6.9-7.1 s in
+//! single runs, the whole benchmark process 0.84x (README, "A coarse level's coloring over a
+//! sample of the rows"); 261 evaluations against 260 (which few rows reach the last level's
+//! second step is chance).
 
 use super::{NONE, P_FLAG};
 use crate::error::{push, reserve, reserve_exact, Result};
