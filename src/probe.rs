@@ -261,6 +261,19 @@ impl Reader<'_> {
         }
     }
 
+    /// What a changed output `v` shows, and whether its tag came through single precision.
+    #[inline(always)]
+    pub(crate) fn hit_of(&self, v: f64) -> (Hit, bool) {
+        match codec::decode(v) {
+            Decoded::Tagged(id) => (self.col_of(id).map_or(Hit::Blocked, Hit::Dep), false),
+            Decoded::ViaFloat(id) => match self.col_of(id) {
+                Some(c) => (Hit::Dep(c), true),
+                None => (Hit::Blocked, false),
+            },
+            Decoded::NotNan | Decoded::Unknown => (Hit::Blocked, false),
+        }
+    }
+
     /// [`Probe::observe_ahead`] over the outputs of `rows` only: `perturbed` holds the
     /// perturbed rows among them (increasing), `baseline` and `y` all outputs. Passes over
     /// disjoint ranges call `hit` for the rows the pass over all of them would, range by range.
@@ -278,17 +291,8 @@ impl Reader<'_> {
         }
         let mut via_float = 0;
         let mut report = |i: u32| {
-            let h = match codec::decode(y[i as usize]) {
-                Decoded::Tagged(id) => self.col_of(id).map_or(Hit::Blocked, Hit::Dep),
-                Decoded::ViaFloat(id) => match self.col_of(id) {
-                    Some(c) => {
-                        via_float += 1;
-                        Hit::Dep(c)
-                    }
-                    None => Hit::Blocked,
-                },
-                Decoded::NotNan | Decoded::Unknown => Hit::Blocked,
-            };
+            let (h, float) = self.hit_of(y[i as usize]);
+            via_float += usize::from(float);
             hit(i, h);
         };
         // The changed outputs pass through a delay line: `soon` hears of each `DELAY` changed
