@@ -1003,16 +1003,12 @@ mod tests {
         }
     }
 
-    /// Cutting the passes over the rows in two halves (`halves.rs`) changes nothing: two
-    /// planners, one with every pass cut (down to the smallest) and one with none, ask the
-    /// same probes at every step, keep the same rows parked and quiet, and end with the same
-    /// pattern, on banded, blocked, stencil, random, rectangular, arrowhead and denser
-    /// patterns, under each winner policy of the synthetic black box.
-    #[test]
-    fn passes_in_two_halves_plan_what_one_pass_plans() {
-        use crate::testing::{self as synthetic, Winner};
+    /// The patterns two planners are traced side by side on: banded, blocked, stencil,
+    /// random, rectangular, arrowhead and denser.
+    fn side_by_side_patterns() -> Vec<Pattern> {
+        use crate::testing as synthetic;
         let mut rng = crate::rng::Rng::new(11);
-        let patterns = [
+        vec![
             synthetic::banded(3001, 1),
             synthetic::banded(2000, 5),
             synthetic::block_diagonal(1500, 10),
@@ -1023,73 +1019,115 @@ mod tests {
             synthetic::from_rows(300, 400, |_, r| {
                 r.extend((0..400).filter(|_| rng.below(100) < 20))
             }),
-        ];
-        for truth in &patterns {
-            for winner in [Winner::Random, Winner::Smallest, Winner::Anonymous] {
-                let (m, n) = (truth.rows(), truth.cols());
-                let mut f = synthetic::Synthetic::new(truth, winner, 5);
-                let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 1e-3).collect();
-                let mut baseline = vec![0.0; m];
-                f.eval(&x0, &mut baseline).unwrap();
-                let planner = || {
-                    Refine::new(
-                        n,
-                        baseline.clone(),
-                        Refine::allowance(n),
-                        EntryKind::Assumed,
-                    )
-                };
-                let (mut whole, mut halves) = (planner().unwrap(), planner().unwrap());
+        ]
+    }
+
+    /// Traces `truth` with two planners told the same outputs, under each winner policy of
+    /// the synthetic black box, and asserts that they ask the same probes at every step, keep
+    /// the same rows parked and quiet, the same candidates' words, new dependencies and parked
+    /// rows' outcomes after every tell, and end with the same pattern. `setup` makes each
+    /// planner different once; `each_step` after every ask.
+    fn trace_side_by_side(
+        truth: &Pattern,
+        setup: impl Fn(&mut Refine, &mut Refine),
+        each_step: impl Fn(&mut Refine, &mut Refine),
+    ) {
+        use crate::testing::{self as synthetic, Winner};
+        for winner in [Winner::Random, Winner::Smallest, Winner::Anonymous] {
+            let (m, n) = (truth.rows(), truth.cols());
+            let mut f = synthetic::Synthetic::new(truth, winner, 5);
+            let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 1e-3).collect();
+            let mut baseline = vec![0.0; m];
+            f.eval(&x0, &mut baseline).unwrap();
+            let planner = || {
+                Refine::new(
+                    n,
+                    baseline.clone(),
+                    Refine::allowance(n),
+                    EntryKind::Assumed,
+                )
+            };
+            let (mut one, mut other) = (planner().unwrap(), planner().unwrap());
+            setup(&mut one, &mut other);
+            let (mut x, mut y) = (x0.clone(), vec![0.0; m]);
+            let mut steps = 0;
+            loop {
+                let (a, b) = (one.ask().unwrap(), other.ask().unwrap());
+                each_step(&mut one, &mut other);
+                let cols = |p: &[Probe]| p.iter().map(|p| p.cols().to_vec()).collect::<Vec<_>>();
+                assert_eq!(cols(&a), cols(&b), "step {steps}, {m} x {n}, {winner:?}");
+                assert_eq!(one.parked.rows, other.parked.rows);
+                assert_eq!(one.quiet, other.quiet);
+                assert_eq!(one.cand_idx, other.cand_idx);
+                assert_eq!(one.cand_probe, other.cand_probe);
+                if a.is_empty() {
+                    break;
+                }
+                for (k, probe) in a.iter().enumerate() {
+                    probe.write_tags(&mut x);
+                    f.eval(&x, &mut y).unwrap();
+                    probe.restore(&x0, &mut x);
+                    // Some unchanged rows reported perturbed, as a verification would.
+                    let perturbed: Vec<u32> = (0..m)
+                        .filter(|&i| {
+                            i % 97 == steps % 97 && y[i].to_bits() == baseline[i].to_bits()
+                        })
+                        .map(|i| i as u32)
+                        .collect();
+                    let a = one.tell(k, probe, &y, &perturbed).unwrap();
+                    let b = other.tell(k, &b[k], &y, &perturbed).unwrap();
+                    assert_eq!(a, b);
+                    assert_eq!(one.cand_probe, other.cand_probe);
+                    let sorted = |v: &[(u32, u32)]| {
+                        let mut v = v.to_vec();
+                        v.sort_unstable();
+                        v
+                    };
+                    assert_eq!(sorted(&one.new_deps), sorted(&other.new_deps));
+                    assert_eq!(sorted(&one.parked.hits), sorted(&other.parked.hits));
+                }
+                steps += 1;
+            }
+            let finish = |p: Refine| {
+                let builder = PatternBuilder::new(m, n, bitvec![0; m]).unwrap();
+                Box::new(p).finish(builder).unwrap()
+            };
+            let (p, q) = (finish(one), finish(other));
+            assert_eq!((p.row_ptr(), p.col_idx()), (q.row_ptr(), q.col_idx()));
+            assert_eq!(p.kinds(), q.kinds());
+            assert!(steps > 3, "{steps} steps");
+        }
+    }
+
+    /// Cutting the passes over the rows in two halves (`halves.rs`) changes nothing: one
+    /// planner with every pass cut (down to the smallest) and one with none, side by side.
+    #[test]
+    fn passes_in_two_halves_plan_what_one_pass_plans() {
+        for truth in &side_by_side_patterns() {
+            let setup = |whole: &mut Refine, halves: &mut Refine| {
                 whole.halves_from = usize::MAX;
                 halves.halves_from = 0;
-                let (mut x, mut y) = (x0.clone(), vec![0.0; m]);
-                let mut steps = 0;
-                loop {
-                    let (a, b) = (whole.ask().unwrap(), halves.ask().unwrap());
-                    let cols =
-                        |p: &[Probe]| p.iter().map(|p| p.cols().to_vec()).collect::<Vec<_>>();
-                    assert_eq!(cols(&a), cols(&b), "step {steps}, {m} x {n}, {winner:?}");
-                    assert_eq!(whole.parked.rows, halves.parked.rows);
-                    assert_eq!(whole.quiet, halves.quiet);
-                    assert_eq!(whole.cand_idx, halves.cand_idx);
-                    assert_eq!(whole.cand_probe, halves.cand_probe);
-                    if a.is_empty() {
-                        break;
-                    }
-                    for (k, probe) in a.iter().enumerate() {
-                        probe.write_tags(&mut x);
-                        f.eval(&x, &mut y).unwrap();
-                        probe.restore(&x0, &mut x);
-                        // Some unchanged rows reported perturbed, as a verification would.
-                        let perturbed: Vec<u32> = (0..m)
-                            .filter(|&i| {
-                                i % 97 == steps % 97 && y[i].to_bits() == baseline[i].to_bits()
-                            })
-                            .map(|i| i as u32)
-                            .collect();
-                        let a = whole.tell(k, probe, &y, &perturbed).unwrap();
-                        let b = halves.tell(k, &b[k], &y, &perturbed).unwrap();
-                        assert_eq!(a, b);
-                        assert_eq!(whole.cand_probe, halves.cand_probe);
-                        let sorted = |v: &[(u32, u32)]| {
-                            let mut v = v.to_vec();
-                            v.sort_unstable();
-                            v
-                        };
-                        assert_eq!(sorted(&whole.new_deps), sorted(&halves.new_deps));
-                        assert_eq!(sorted(&whole.parked.hits), sorted(&halves.parked.hits));
-                    }
-                    steps += 1;
-                }
-                let finish = |p: Refine| {
-                    let builder = PatternBuilder::new(m, n, bitvec![0; m]).unwrap();
-                    Box::new(p).finish(builder).unwrap()
-                };
-                let (p, q) = (finish(whole), finish(halves));
-                assert_eq!((p.row_ptr(), p.col_idx()), (q.row_ptr(), q.col_idx()));
-                assert_eq!(p.kinds(), q.kinds());
-                assert!(steps > 3, "{steps} steps");
-            }
+            };
+            trace_side_by_side(truth, setup, |_, _| ());
+        }
+    }
+
+    /// The tells read the same rows in the same order whether they go through
+    /// `Reader::observe_rows` with its delay line (rows far apart) or through their own loop
+    /// (rows close together): one planner told every probe the first way, one the second,
+    /// side by side, each also in halves.
+    #[test]
+    fn tells_of_rows_far_apart_and_close_together_read_the_same() {
+        for truth in &side_by_side_patterns() {
+            let setup = |a: &mut Refine, b: &mut Refine| {
+                a.halves_from = 0;
+                b.halves_from = 0;
+            };
+            let each_step = |far: &mut Refine, near: &mut Refine| {
+                far.far = true;
+                near.far = false;
+            };
+            trace_side_by_side(truth, setup, each_step);
         }
     }
 
