@@ -89,6 +89,12 @@ pub(crate) struct Check {
     pub(crate) pattern: Pattern,
     /// The color of each column.
     colors: Vec<u32>,
+    /// Where each column sits in its color's class (the class's steps are made once, in the
+    /// class's order: [`Check::tell`]).
+    slot: Vec<u32>,
+    /// The steps of the class being tested, in the class's order: up, down, and the inputs'
+    /// scale (reused from class to class).
+    steps: Vec<(f64, f64, f64)>,
     /// The columns of each color, then of each directly checked heavy row: all the columns
     /// it does not depend on.
     classes: Vec<Vec<u32>>,
@@ -161,7 +167,9 @@ impl Check {
             }
         }
         let mut classes = filled(Vec::new(), c.num_colors, "check classes")?;
+        let mut slot = filled(0u32, n, "columns' places in their classes")?;
         for (j, &k) in c.colors.iter().enumerate() {
+            slot[j] = classes[k as usize].len() as u32;
             push(&mut classes[k as usize], j as u32, "a check class")?;
         }
         // Heavy rows with claims, each checked by moving all it does not depend on, while their
@@ -190,6 +198,8 @@ impl Check {
         Ok(Check {
             pattern,
             colors: c.colors,
+            slot,
+            steps: Vec::new(),
             colors_len: c.num_colors,
             heavy,
             direct,
@@ -307,7 +317,7 @@ impl Check {
         y: &[f64],
         baseline: &[f64],
         changed: impl Fn(f64, f64) -> bool + Sync,
-        step: impl Fn(usize, usize) -> (f64, f64) + Sync,
+        step: impl Fn(usize, usize) -> (f64, f64),
         slack: f64,
     ) -> Result<()> {
         let typical = *self.typical.get_or_insert_with(|| typical_size(baseline));
@@ -335,6 +345,19 @@ impl Check {
             }
             return Ok(());
         }
+        // The class's steps, once per column (a column is read by every row holding it).
+        let mut steps = std::mem::take(&mut self.steps);
+        steps.clear();
+        reserve(
+            &mut steps,
+            self.classes[class].len(),
+            "a check class's steps",
+        )?;
+        steps.extend(self.classes[class].iter().map(|&j| {
+            let ((dx_up, scale), (dx_down, _)) =
+                (step(up_id, j as usize), step(up_id + 1, j as usize));
+            (dx_up, dx_down, scale)
+        }));
         // Each row on its own: the rows in two halves on two cores when there are many
         // (`halves.rs`), each listing its rows that fail (usually none).
         let rows = baseline.len();
@@ -349,19 +372,20 @@ impl Check {
             baseline,
             up,
             down,
-            up_id,
+            steps: &steps,
             typical,
             slack,
         };
         let (first, second) = both(
             cut < rows,
-            || test.alarms(0..cut, &changed, &step),
-            || test.alarms(cut..rows, &changed, &step),
+            || test.alarms(0..cut, &changed),
+            || test.alarms(cut..rows, &changed),
         );
         for i in first?.into_iter().chain(second?) {
             self.alarms.set(i as usize, true);
         }
         self.spare = Some(other);
+        self.steps = steps;
         Ok(())
     }
 }
@@ -375,8 +399,8 @@ struct Test<'a> {
     baseline: &'a [f64],
     up: &'a [f64],
     down: &'a [f64],
-    /// The request that stepped up (the next one stepped down).
-    up_id: usize,
+    /// The steps of the class's columns, in the class's order ([`Check::steps`]).
+    steps: &'a [(f64, f64, f64)],
     /// The median size of f's outputs at x0 ([`Check::typical`]).
     typical: f64,
     slack: f64,
@@ -388,11 +412,10 @@ impl Test<'_> {
         &self,
         rows: std::ops::Range<usize>,
         changed: &impl Fn(f64, f64) -> bool,
-        step: &impl Fn(usize, usize) -> (f64, f64),
     ) -> Result<Vec<u32>> {
         let mut failed = Vec::new();
         for i in rows {
-            if self.fails(i, changed, step) {
+            if self.fails(i, changed) {
                 push(&mut failed, i as u32, "rows that failed")?;
             }
         }
@@ -401,12 +424,7 @@ impl Test<'_> {
 
     /// Whether row `i` fails (the module docs).
     #[inline]
-    fn fails(
-        &self,
-        i: usize,
-        changed: &impl Fn(f64, f64) -> bool,
-        step: &impl Fn(usize, usize) -> (f64, f64),
-    ) -> bool {
+    fn fails(&self, i: usize, changed: &impl Fn(f64, f64) -> bool) -> bool {
         let (check, class) = (self.check, self.class);
         let (b, up, down) = (self.baseline[i], self.up[i], self.down[i]);
         if !b.is_finite() {
@@ -424,10 +442,7 @@ impl Test<'_> {
             // cannot be checked here.
             Some(_) if more > 0 => !check.direct[i],
             Some(j) => {
-                let ((dx_up, scale), (dx_down, _)) = (
-                    step(self.up_id, j as usize),
-                    step(self.up_id + 1, j as usize),
-                );
+                let (dx_up, dx_down, scale) = self.steps[check.slot[j as usize] as usize];
                 if !(up.is_finite() && down.is_finite()) {
                     return true;
                 }
