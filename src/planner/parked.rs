@@ -248,18 +248,23 @@ pub(super) fn tests_in(colors: &[u32], deps: &[u32], s: u32, bits: u32, n: usize
 }
 
 /// Whether parked row `i` holds a P block in probe `k`, from [`Parked::spans`] (`cursor`: where the
-/// last call left off; rows come in increasing order, but a restart is found again).
+/// last call left off, or a place at or before row `i`'s: the rows of one pass come in
+/// increasing order, and it goes forward only). A row out of that order (a perturbed one,
+/// told before the pass): [`span_tests_at`].
 #[inline]
 pub(super) fn span_tests(spans: &[(u32, u32, u64)], i: u32, k: u32, cursor: &mut usize) -> bool {
-    if *cursor > 0 && spans.get(*cursor - 1).is_some_and(|s| s.1 > i) {
-        *cursor = spans.partition_point(|s| s.1 <= i);
-    }
+    debug_assert!(*cursor == 0 || spans.get(*cursor - 1).is_none_or(|s| s.1 <= i));
     while *cursor < spans.len() && spans[*cursor].1 <= i {
         *cursor += 1;
     }
     spans
         .get(*cursor)
         .is_some_and(|s| s.0 <= i && k < 64 && s.2 >> k & 1 != 0)
+}
+
+/// [`span_tests`] for a row anywhere: the span found by bisection.
+pub(super) fn span_tests_at(spans: &[(u32, u32, u64)], i: u32, k: u32) -> bool {
+    span_tests(spans, i, k, &mut spans.partition_point(|s| s.1 <= i))
 }
 
 #[cfg(test)]

@@ -202,7 +202,7 @@
 //! outcomes, the new dependencies merged, the split into the next level, dense rows);
 //! `parked.rs` (beside this file) the rows kept without their candidates.
 
-use super::parked::{span_tests, tests_in, Parked, STORED};
+use super::parked::{span_tests, span_tests_at, tests_in, Parked, STORED};
 use super::Planner;
 use crate::error::{filled, push, reserve, Error, Result};
 use crate::halves::{both, halfway, HALVES_MIN_WORK};
@@ -569,9 +569,12 @@ impl<'a> TellHalf<'a> {
         };
         if seen.parked[iu] != STORED {
             // What the stored row would mark: its P blocks in this probe changed.
-            let tested = match seen.spans.is_empty() {
-                false => span_tests(seen.spans, i, seen.k, &mut self.cursor),
-                true => tests_in(seen.colors, deps, seen.shift, seen.bits, seen.n, seen.k),
+            // The perturbed rows come before the pass, out of its order: the cursor is the
+            // pass's.
+            let tested = match (seen.spans.is_empty(), hit) {
+                (true, _) => tests_in(seen.colors, deps, seen.shift, seen.bits, seen.n, seen.k),
+                (false, Hit::Perturbed) => span_tests_at(seen.spans, i, seen.k),
+                (false, _) => span_tests(seen.spans, i, seen.k, &mut self.cursor),
             };
             if new_elsewhere || tested {
                 self.room &= push(self.hits, (i, seen.k), "parked rows' outcomes").is_ok();
