@@ -229,7 +229,7 @@ impl Probe {
     /// A short description for error messages: the first few tagged inputs (0-based).
     pub fn describe(&self) -> String {
         match self.cols.len() {
-            0 => "the baseline evaluation at x0".to_string(),
+            0 => BASELINE_WORDS.to_string(),
             1 => format!("the probe tagging input {}", self.cols[0]),
             k => {
                 let shown: Vec<String> = self.cols.iter().take(6).map(|c| c.to_string()).collect();
@@ -239,6 +239,9 @@ impl Probe {
         }
     }
 }
+
+/// [`Probe::describe`] of the baseline (no tagged input): how error messages name it.
+pub(crate) const BASELINE_WORDS: &str = "the baseline evaluation at x0";
 
 /// A probe made ready to read its outputs: the lookup from a decoded id to the probe's column,
 /// made once and shared by passes over disjoint ranges of rows (one on each core).

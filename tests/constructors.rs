@@ -189,5 +189,11 @@ fn a_library_whose_constructor_aborts_in_the_spawner_is_named_on_the_first_evalu
         stderr.contains("killed by SIGABRT") && stderr.contains("baseline"),
         "{stderr}"
     );
+    // Named as the library's loading, not as a call: no hint about how the routine is called.
+    assert!(
+        stderr.contains("while making it ready") && stderr.contains("constructor"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hint:"), "{stderr}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -36,6 +36,7 @@ use super::guard::{self, GUARD};
 use super::spawner::{Ended, Spawner, Work};
 use super::{BlackBox, Failure};
 use crate::error::{Error, Result};
+use crate::trace::failure::signal_name;
 use std::time::{Duration, Instant};
 
 /// Shared memory: a header, then x (n values), then y (m values and a guard zone).
@@ -195,14 +196,22 @@ impl Worker {
             }
         }
         // Twice: the spawner dies making the black box ready (a library whose constructor
-        // crashes, aborts or exits when it is loaded there).
-        Err(match death {
-            Ended::Signaled(signal) => Failure::Signal(signal),
-            Ended::Exited(code) => Failure::Exited(code),
-            Ended::Unknown => Failure::NotRun(
-                "its worker process ended before it could start the evaluation".to_string(),
-            ),
-        })
+        // crashes, aborts or exits when it is loaded there). Not a failure of f (it was never
+        // called) nor of its inputs: a NaN probe is not split for it, and no hint about how f
+        // is called applies.
+        let how = match death {
+            Ended::Signaled(signal) => format!("was killed by {}", signal_name(signal)),
+            Ended::Exited(code) => format!("exited with status {code}"),
+            Ended::Unknown => {
+                return Err(Failure::NotRun(
+                    "its worker process ended before it could start the evaluation".to_string(),
+                ))
+            }
+        };
+        Err(Failure::NotRun(format!(
+            "its worker process {how} while making it ready, before it was called (a library \
+             loaded there whose constructor crashes, aborts or exits)"
+        )))
     }
 
     /// A spawner whose children evaluate `f` in the shared memory.

@@ -35,8 +35,10 @@
 
 use crate::driver::single::Single;
 use crate::driver::{BlackBox, Failure, SyncBlackBox};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::precision::Precision;
+use crate::probe::BASELINE_WORDS;
+use crate::trace::failure::NOT_RUN_WORDS;
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -408,6 +410,18 @@ impl LoadedBlackBox {
                 single.eval_checked(x, y)
             }
         }
+    }
+
+    /// The hint for `e`, an error of a trace of this routine, if one applies: the
+    /// [`LoadedBlackBox::mismatch_hint`] when the routine failed on its very first call, the
+    /// baseline evaluation at x0 (it returned a code, crashed, left an output unwritten...);
+    /// none when it could not be run at all there (a worker that died loading the library:
+    /// its constructor, not a call) or failed later.
+    pub fn hint_for(&self, e: &Error) -> Option<String> {
+        let at_x0 = e.kind == ErrorKind::BlackBox
+            && e.message.contains(BASELINE_WORDS)
+            && !e.message.contains(NOT_RUN_WORDS);
+        at_x0.then(|| self.mismatch_hint())
     }
 
     /// What to suspect when the routine fails on its very first call (at x0, before any NaN):

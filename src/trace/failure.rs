@@ -31,7 +31,8 @@ pub enum Failure {
     /// f's worker process ended before f returned, and how it ended could not be learned (the
     /// process that forked it, its worker's spawner, could not wait for it, or was gone).
     Vanished,
-    /// f could not be run at all (a fork failed); the words say why.
+    /// f could not be run at all (a fork failed, or its worker process died making it ready:
+    /// a library's constructor); the words say why. Not a failure of f's inputs.
     NotRun(String),
 }
 
@@ -50,6 +51,9 @@ impl Failure {
         )
     }
 }
+
+/// How [`Failure::NotRun`] reads, before its reason.
+pub(crate) const NOT_RUN_WORDS: &str = "could not be run: ";
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -76,7 +80,7 @@ impl fmt::Display for Failure {
                 "ended before returning, and how could not be learned (its process could not be \
                  waited for)"
             ),
-            Failure::NotRun(why) => write!(f, "could not be run: {why}"),
+            Failure::NotRun(why) => write!(f, "{NOT_RUN_WORDS}{why}"),
         }
     }
 }

@@ -12,7 +12,7 @@ use nanprop::driver::entry::trace_files;
 use nanprop::loader::LoadedBlackBox;
 use nanprop::pattern::mtx;
 use nanprop::trace::options::seconds;
-use nanprop::{trace_with_progress, ErrorKind, Noise, Pattern, TraceOptions};
+use nanprop::{trace_with_progress, Noise, Pattern, TraceOptions};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -172,10 +172,10 @@ pub(crate) fn trace_loaded(
     });
     bar.finish_and_clear();
     p.map_err(|e| {
-        let at_x0 = e.kind == ErrorKind::BlackBox && e.message.contains("baseline evaluation");
+        let hint = f.hint_for(&e);
         let mut failure = Failure::from(e);
-        if at_x0 {
-            failure.message = format!("{}\nhint: {}", failure.message, f.mismatch_hint());
+        if let Some(hint) = hint {
+            failure.message = format!("{}\nhint: {hint}", failure.message);
         }
         failure
     })
