@@ -44,20 +44,29 @@ const MIN_RUN: usize = 8;
 /// The runs of consecutive columns of `cols` (sorted, distinct), or none when they are
 /// shorter than [`MIN_RUN`] on average or their list cannot be allocated.
 fn runs_of(cols: &[u32]) -> Vec<(u32, u32)> {
-    let count = 1 + cols.windows(2).filter(|w| w[1] != w[0] + 1).count();
-    if cols.len() < MIN_RUN * count {
-        return Vec::new();
-    }
+    // Kept when there are at most `most` runs: written as each ends, one compare a column,
+    // and given up on at the first run past `most`.
+    let most = cols.len() / MIN_RUN;
     let mut runs = Vec::new();
-    if crate::error::reserve(&mut runs, count, "runs of a probe").is_err() {
+    if most == 0 || crate::error::reserve(&mut runs, most, "runs of a probe").is_err() {
         return Vec::new();
     }
-    for &c in cols {
-        match runs.last_mut() {
-            Some((_, end)) if *end == c => *end += 1,
-            _ => runs.push((c, c + 1)),
+    let (mut start, mut end) = (cols[0], cols[0] + 1);
+    for &c in &cols[1..] {
+        if c != end {
+            if runs.len() == most {
+                return Vec::new();
+            }
+            runs.push((start, end));
+            start = c;
         }
+        end = c + 1;
     }
+    if runs.len() == most {
+        return Vec::new();
+    }
+    runs.push((start, end));
+    runs.shrink_to_fit();
     runs
 }
 
