@@ -177,10 +177,13 @@ impl Refine {
             while k < new.len() && new[k].0 as usize == i {
                 k += 1;
             }
-            // Rows done..i unchanged: one copy of their entries, their pointers shifted.
-            let (from, to) = (self.dep_ptr[done], self.dep_ptr[i]);
-            idx.extend_from_slice(&self.dep_idx[from..to]);
-            ptr.extend(self.dep_ptr[done + 1..=i].iter().map(|&p| p + shift));
+            // Rows done..i unchanged: one copy of their entries, their pointers shifted (none
+            // when the row before had new pairs too, as at the last level most rows do).
+            if done < i {
+                let (from, to) = (self.dep_ptr[done], self.dep_ptr[i]);
+                idx.extend_from_slice(&self.dep_idx[from..to]);
+                ptr.extend(self.dep_ptr[done + 1..=i].iter().map(|&p| p + shift));
+            }
             let old = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
             let added = &new[start..k]; // sorted, distinct
             let before = idx.len();
