@@ -92,9 +92,8 @@ pub(crate) struct Check {
     /// Where each column sits in its color's class (the class's steps are made once, in the
     /// class's order: [`Check::tell`]).
     slot: Vec<u32>,
-    /// The steps of the class being tested, in the class's order: up, down, and the inputs'
-    /// scale (reused from class to class).
-    steps: Vec<(f64, f64, f64)>,
+    /// The steps of the class being tested, in the class's order (reused from class to class).
+    steps: Vec<Steps>,
     /// The columns of each color, then of each directly checked heavy row: all the columns
     /// it does not depend on.
     classes: Vec<Vec<u32>>,
@@ -354,9 +353,14 @@ impl Check {
             "a check class's steps",
         )?;
         steps.extend(self.classes[class].iter().map(|&j| {
-            let ((dx_up, scale), (dx_down, _)) =
-                (step(up_id, j as usize), step(up_id + 1, j as usize));
-            (dx_up, dx_down, scale)
+            let ((up, scale), (down, _)) = (step(up_id, j as usize), step(up_id + 1, j as usize));
+            Steps {
+                up,
+                down,
+                least: up.abs().min(down.abs()),
+                sum: up.abs() + down.abs(),
+                scale_squared: scale * scale,
+            }
         }));
         // Each row on its own: the rows in two halves on two cores when there are many
         // (`halves.rs`), each listing its rows that fail (usually none).
@@ -390,6 +394,32 @@ impl Check {
     }
 }
 
+/// A column's two steps in a class's evaluations, and what the slope test takes of them for
+/// every row holding the column (made once per column: [`Check::tell`]).
+#[derive(Clone, Copy)]
+struct Steps {
+    up: f64,
+    down: f64,
+    /// The smaller of the two in size.
+    least: f64,
+    /// Their sizes added.
+    sum: f64,
+    /// The square of the input's scale, `max(|x0_j|, 1)`.
+    scale_squared: f64,
+}
+
+/// The larger of `a` and `b`, neither NaN (one instruction where `f64::max` also tests for
+/// NaN; the same value).
+#[inline]
+fn larger(a: f64, b: f64) -> f64 {
+    debug_assert!(!a.is_nan() && !b.is_nan());
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
 /// One class's two evaluations, as the slope test reads them ([`Check::tell`]).
 struct Test<'a> {
     check: &'a Check,
@@ -400,7 +430,7 @@ struct Test<'a> {
     up: &'a [f64],
     down: &'a [f64],
     /// The steps of the class's columns, in the class's order ([`Check::steps`]).
-    steps: &'a [(f64, f64, f64)],
+    steps: &'a [Steps],
     /// The median size of f's outputs at x0 ([`Check::typical`]).
     typical: f64,
     slack: f64,
@@ -442,20 +472,20 @@ impl Test<'_> {
             // cannot be checked here.
             Some(_) if more > 0 => !check.direct[i],
             Some(j) => {
-                let (dx_up, dx_down, scale) = self.steps[check.slot[j as usize] as usize];
+                let dx = &self.steps[check.slot[j as usize] as usize];
                 if !(up.is_finite() && down.is_finite()) {
                     return true;
                 }
-                let (g_up, g_down) = ((up - b) / dx_up, (down - b) / dx_down);
-                let size = b.abs().max(up.abs()).max(down.abs());
-                let dx = dx_up.abs().min(dx_down.abs());
+                let (g_up, g_down) = ((up - b) / dx.up, (down - b) / dx.down);
+                // Sizes of finite values: `larger` is `f64::max` there.
+                let size = larger(larger(b.abs(), up.abs()), down.abs());
                 // An output near a zero crossing is no smaller in its terms than f's other
                 // outputs: the allowance takes at least their median size.
-                let curvature = CURVATURE_ALLOWANCE * size.max(self.typical) / (scale * scale)
-                    * (dx_up.abs() + dx_down.abs())
+                let curvature = CURVATURE_ALLOWANCE * larger(size, self.typical) / dx.scale_squared
+                    * dx.sum
                     / 2.0;
-                let floor = (64.0 * check.epsilon * size + 2.0 * self.slack * b.abs().max(1.0))
-                    / dx
+                let floor = (64.0 * check.epsilon * size + 2.0 * self.slack * larger(b.abs(), 1.0))
+                    / dx.least
                     + curvature;
                 (g_up - g_down).abs() > SLOPE_TOLERANCE * g_up.abs().max(g_down.abs()) + floor
             }
