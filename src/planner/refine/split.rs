@@ -788,22 +788,20 @@ fn deps_in(deps: &[u32], d: &mut usize, start: u32, end: u32) -> usize {
 }
 
 /// Calls `f` on the sorted union of a row's known dependencies (`old`, sorted, distinct) and
-/// its new ones (`added`, sorted by column), each column once.
+/// its new ones (`added`, sorted by column, distinct), each column once.
 #[inline]
 fn merge_sorted_unique(old: &[u32], added: &[(u32, u32)], mut f: impl FnMut(u32)) {
-    let (mut a, mut b) = (0, 0);
-    let mut last = None;
-    while a < old.len() || b < added.len() {
-        let v = if b == added.len() || (a < old.len() && old[a] <= added[b].1) {
-            a += 1;
-            old[a - 1]
-        } else {
+    // Each list is distinct: a column can only be in both.
+    let mut b = 0;
+    for &d in old {
+        while b < added.len() && added[b].1 < d {
+            f(added[b].1);
             b += 1;
-            added[b - 1].1
-        };
-        if last != Some(v) {
-            f(v);
-            last = Some(v);
         }
+        b += usize::from(b < added.len() && added[b].1 == d);
+        f(d);
+    }
+    for &(_, j) in &added[b..] {
+        f(j);
     }
 }
