@@ -823,6 +823,7 @@ impl Planner for Refine {
 
 #[cfg(test)]
 mod tests {
+    use super::split::IN_PLACE_MERGE;
     use super::*;
     use crate::BlackBox;
 
@@ -967,15 +968,23 @@ mod tests {
     #[test]
     fn merged_dependencies_are_each_rows_sorted_union() {
         let mut rng = crate::rng::Rng::new(7);
+        // Merges of few pairs into many known ones go in place (`merge_in_place`).
+        let mut in_place = 0;
         for case in 0..60 {
             let (m, n) = (1 + rng.below(40), 1 + rng.below(300));
             let mut planner = Refine::new(n, vec![0.0; m], 16, EntryKind::Assumed).unwrap();
             let mut truth: Vec<std::collections::BTreeSet<u32>> = vec![Default::default(); m];
-            for _ in 0..1 + rng.below(4) {
+            for round in 0..1 + rng.below(8) {
                 let mut pairs = Vec::new();
+                let few = round > 0 && rng.below(2) == 0;
                 for (i, known) in truth.iter().enumerate() {
-                    // Some rows nothing, some a few, now and then a known one again.
-                    for _ in 0..[0, 0, 1, 3, 8][rng.below(5)] {
+                    // Some rows nothing, some a few, now and then a known one again; in a
+                    // round of few pairs, a row or two.
+                    let k = match few {
+                        true => usize::from(rng.below(m) < 2) * (1 + rng.below(3)),
+                        false => [0, 0, 1, 3, 8][rng.below(5)],
+                    };
+                    for _ in 0..k {
                         let j = match known.iter().next() {
                             Some(&j) if rng.below(4) == 0 => j,
                             _ => rng.below(n) as u32,
@@ -987,6 +996,8 @@ mod tests {
                 let run = |odd: usize| pairs.iter().skip(odd).step_by(2).copied();
                 let a: Vec<(u32, u32)> = run(0).chain(run(1)).collect();
                 planner.new_deps = a.clone();
+                let known = planner.dep_idx.len();
+                in_place += usize::from(known > 0 && IN_PLACE_MERGE * a.len() <= known);
                 planner.merge_deps().unwrap();
                 for &(i, j) in &a {
                     truth[i as usize].insert(j);
@@ -1004,6 +1015,7 @@ mod tests {
                 planner.merged.clear();
             }
         }
+        assert!(in_place >= 20, "{in_place} merges in place");
     }
 
     /// The patterns two planners are traced side by side on: banded, blocked, stencil,
