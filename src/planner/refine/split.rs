@@ -153,9 +153,9 @@ impl Refine {
     /// Merges `new_deps` into the dependency CSR (sorted, distinct per row): one sort of the
     /// new pairs and one merging pass, O(nnz + m + k log k) for k new pairs. The rows between
     /// two rows with new pairs are copied as one stretch; few pairs are merged in place
-    /// ([`Refine::merge_in_place`]), the first ones (nothing known yet) make the CSR directly. The pairs are left in `merged`,
-    /// sorted, distinct, until the next merge (`advance` recovers from them the dependencies
-    /// a parked row's step was planned with).
+    /// ([`Refine::merge_in_place`]), and the first ones (nothing known yet) make the CSR
+    /// directly. The pairs are left in `merged`, sorted, distinct, until the next merge
+    /// (`advance` recovers from them the dependencies a parked row's step was planned with).
     pub(super) fn merge_deps(&mut self) -> Result<()> {
         self.merged.clear();
         if self.new_deps.is_empty() {
