@@ -19,8 +19,8 @@
 //! process id, then how it ended, allocating nothing and taking no lock. The host's pages it
 //! shares are copied at most once each (on the host's first write after the spawner was made),
 //! not once per evaluation. A spawner that dies making the black box ready (a constructor that
-//! aborts) is reaped, made again once, and then the evaluation fails as f never run
-//! ([`crate::trace::failure::Failure::NotRun`], saying how the spawner died: killed by
+//! aborts) is reaped and made again once; then the evaluation fails as one that could not be
+//! run ([`crate::trace::failure::Failure::NotRun`], saying how the spawner died: killed by
 //! SIGABRT), not as a failure of f or of its inputs.
 //!
 //! What the spawner does not remove is the fork's own cost, which grows with the memory of the

@@ -230,7 +230,7 @@ impl Refine {
     /// not known yet, and only what lies after the first row with one moves: the entries by
     /// one backward pass (a copy for each stretch between two such rows), the pointers by one
     /// forward pass. A merge into new arrays reads and writes both whole (at n = 10^6 on the
-    /// tridiagonal, 12 MB each way for 2 new pairs, 1.0-6.0 ms; fresh pages when the freed
+    /// tridiagonal, 12 MB each way for 2 new pairs, 1.0-6.4 ms; fresh pages when the freed
     /// ones are not reused).
     fn merge_in_place(&mut self, new: &[(u32, u32)]) -> Result<()> {
         // Each row's pairs not known yet: the rows with some, and how many.
