@@ -330,7 +330,6 @@ impl Check {
             self.first.insert(class, kept);
             return Ok(());
         };
-        self.done.set(class, true);
         let (up, down, up_id) = if id.is_multiple_of(2) {
             (y, &other[..], id)
         } else {
@@ -342,6 +341,7 @@ impl Check {
             if changed(baseline[i], up[i]) || changed(baseline[i], down[i]) {
                 self.alarms.set(i, true);
             }
+            self.done.set(class, true);
             return Ok(());
         }
         // The class's steps, once per column (a column is read by every row holding it).
@@ -388,6 +388,9 @@ impl Check {
         for i in first?.into_iter().chain(second?) {
             self.alarms.set(i as usize, true);
         }
+        // Done only now: a class whose test did not finish (an allocation failed) keeps its
+        // zeros unchecked ([`Check::into_pattern`]).
+        self.done.set(class, true);
         self.spare = Some(other);
         self.steps = steps;
         Ok(())
