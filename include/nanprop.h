@@ -1094,7 +1094,11 @@ typedef struct nanprop_session nanprop_session;
  * the input of each, evaluate f there (anywhere, in any order, concurrently), and
  * `nanprop_session_tell` its outputs; when ask returns none, `nanprop_session_finish`.
  * Options as for `nanprop_trace` (sampling, threads, processes and isolation do not apply: the
- * caller evaluates, at x0).
+ * caller evaluates, at x0). An error that stops the trace (NANPROP_ERR_OUT_OF_MEMORY,
+ * NANPROP_ERR_BLACKBOX, NANPROP_ERR_BASELINE_NOT_FINITE from ask, tell or fail) leaves the
+ * session part way: every later ask, tell, fail and finish returns
+ * NANPROP_ERR_INVALID_ARGUMENT naming that error; free it (a new session with the same journal
+ * replays the evaluations told so far). Errors about the arguments change nothing.
  *
  * Errors: NANPROP_ERR_INVALID_ARGUMENT (x0 or out NULL; n or m zero or too large; NaN/Inf in
  * x0; bad options).
@@ -1111,8 +1115,8 @@ nanprop_status nanprop_session_create(size_t n,
  * 0). A count of 0 means the trace is complete (or its budget spent): call
  * `nanprop_session_finish`. Asking again before telling returns the same requests.
  *
- * Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL or finished session or count, or NULL ids
- * with capacity > 0; NANPROP_ERR_OUT_OF_MEMORY.
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT for a NULL, finished or stopped session or count, or
+ * NULL ids with capacity > 0; NANPROP_ERR_OUT_OF_MEMORY (which stops the trace).
  */
 nanprop_status nanprop_session_ask(nanprop_session *s, size_t *ids, size_t capacity, size_t *count);
 
@@ -1128,9 +1132,10 @@ nanprop_status nanprop_session_input(nanprop_session *s, size_t id, double *x);
 /**
  * The outputs y (m values) of request `id`, in any order.
  *
- * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, a finished session, an id not
- * outstanding or told twice), NANPROP_ERR_BASELINE_NOT_FINITE (the baseline's outputs, with
- * NANPROP_NONFINITE_ERROR).
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, a finished or stopped session, an id
+ * not outstanding or told twice: nothing changes). Errors that stop the trace:
+ * NANPROP_ERR_BASELINE_NOT_FINITE (the baseline's outputs, with NANPROP_NONFINITE_ERROR),
+ * NANPROP_ERR_BLACKBOX (noise, with NANPROP_NOISE_ERROR), NANPROP_ERR_OUT_OF_MEMORY.
  */
 nanprop_status nanprop_session_tell(nanprop_session *s, size_t id, const double *y);
 
@@ -1142,9 +1147,9 @@ nanprop_status nanprop_session_tell(nanprop_session *s, size_t id, const double 
  * instead and listed by `nanprop_pattern_failed_columns`. For reproducible request ids (a
  * journal), report a step's failures in increasing id order.
  *
- * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL or finished session, an id not outstanding, code
- * 0); NANPROP_ERR_BLACKBOX for the failure of any other request (the baseline, a check or
- * verification at a finite point): the trace cannot go on.
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL, finished or stopped session, an id not
+ * outstanding, code 0); NANPROP_ERR_BLACKBOX for the failure of any other request (the
+ * baseline, a check or verification at a finite point), which stops the trace.
  */
 nanprop_status nanprop_session_fail(nanprop_session *s, size_t id, int code);
 
@@ -1159,7 +1164,7 @@ size_t nanprop_session_evaluations(const nanprop_session *s);
  * be freed.
  *
  * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, finished already, the baseline not
- * told), NANPROP_ERR_OUT_OF_MEMORY.
+ * told, the trace stopped by an error), NANPROP_ERR_OUT_OF_MEMORY.
  */
 nanprop_status nanprop_session_finish(nanprop_session *s, nanprop_pattern **out);
 

@@ -5,7 +5,9 @@
 mod common;
 
 use nanprop::testing as synthetic;
-use nanprop::{trace, ErrorKind, Noise, Pattern, Strategy, TraceOptions};
+use nanprop::{
+    trace, ErrorKind, Noise, NonFiniteBaseline, Pattern, Strategy, TraceOptions, TraceSession,
+};
 use std::cell::Cell;
 
 /// y_i = 1 + sum over the row of (1 + j/1000) x_j, times (1 + e) with e a pseudo-random relative
@@ -105,4 +107,73 @@ fn noise_is_estimated_and_tolerated_or_stops_the_trace() {
     .unwrap();
     assert_eq!((p.report.noise, p.report.tolerance), (0.0, 0.0));
     assert_eq!(p.col_idx(), truth.col_idx());
+}
+
+/// A batch session whose tell stopped the trace (the noise under `Noise::Error`, a non-finite
+/// baseline under `NonFiniteBaseline::Error`) cannot go on: every later ask, tell and finish is
+/// an argument error naming the first error, where the session used to carry on part way
+/// through the stopped tell (and a refused baseline's ask blamed the baseline's outputs with no
+/// word of why).
+#[test]
+fn a_session_stopped_by_an_error_refuses_to_go_on() {
+    let n = 1000;
+    let truth = synthetic::banded(n, 1);
+    let x0: Vec<f64> = (0..n).map(|j| 0.5 + 0.001 * j as f64).collect();
+    let refused = |e: nanprop::Error, first: &nanprop::Error, what: &str| {
+        assert_eq!(e.kind, ErrorKind::InvalidArgument, "{what}: {}", e.message);
+        assert!(
+            e.message.contains("cannot go on") && e.message.contains(&first.message),
+            "{what}: {}",
+            e.message
+        );
+    };
+
+    // The noise stops the trace at some tell; the requests left in its step are refused.
+    let strict = TraceOptions {
+        noise: Noise::Error,
+        ..TraceOptions::default()
+    };
+    let calls = Cell::new(0);
+    let mut f = noisy(&truth, 1e-10, &calls);
+    let mut s = TraceSession::new(n, n, &x0, &strict).unwrap();
+    let (mut x, mut y) = (x0.clone(), vec![0.0; n]);
+    let (first, left) = 'trace: loop {
+        let ids = s.ask().unwrap();
+        assert!(!ids.is_empty(), "the noise never stopped the trace");
+        for (k, &id) in ids.iter().enumerate() {
+            s.write_input(id, &mut x);
+            f(&x, &mut y).unwrap();
+            s.restore(id, &mut x);
+            if let Err(e) = s.tell(id, &y) {
+                break 'trace (e, ids[k + 1..].to_vec());
+            }
+        }
+    };
+    assert_eq!(first.kind, ErrorKind::BlackBox, "{}", first.message);
+    assert!(first.message.contains("noisy"), "{}", first.message);
+    refused(s.ask().unwrap_err(), &first, "ask after the noise");
+    if let Some(&id) = left.first() {
+        refused(s.tell(id, &y).unwrap_err(), &first, "tell after the noise");
+    }
+    refused(s.finish().unwrap_err(), &first, "finish after the noise");
+
+    // A refused baseline: the next ask names why.
+    let refuse = TraceOptions {
+        nonfinite_baseline: NonFiniteBaseline::Error,
+        ..TraceOptions::default()
+    };
+    let mut s = TraceSession::new(n, n, &x0, &refuse).unwrap();
+    let ids = s.ask().unwrap();
+    assert_eq!(ids.len(), 1);
+    let mut y = vec![1.0; n];
+    y[7] = f64::NAN;
+    let first = s.tell(ids[0], &y).unwrap_err();
+    assert_eq!(
+        first.kind,
+        ErrorKind::BaselineNotFinite,
+        "{}",
+        first.message
+    );
+    refused(s.ask().unwrap_err(), &first, "ask after the baseline");
+    refused(s.finish().unwrap_err(), &first, "finish after the baseline");
 }

@@ -17,6 +17,14 @@
 //! row NaN or Inf at `x0` is reported and stored dense, or refused, as [`NonFiniteBaseline`]
 //! says.
 //!
+//! An error of an ask, a tell or a failure that is not about its arguments (an id not
+//! outstanding, outputs of the wrong length, a code of 0: nothing changed, and the call may be
+//! made again) stops the trace: out of memory part way through a change, the noise or a refused
+//! baseline under the options that make them errors, the failure of an evaluation the trace
+//! cannot do without. Going on from there could lose a dependency without a word, so every
+//! later ask, tell, failure and finish is an [`ErrorKind::InvalidArgument`] naming the first
+//! error; a new session with the same journal replays the evaluations told so far.
+//!
 //! # Verification by finite perturbation
 //!
 //! NaN tracing proves a zero when an output stays bit-for-bit equal to its baseline while a probe
@@ -172,6 +180,12 @@ pub struct TraceSession {
     tolerance: f64,
     /// Repeated values of noisy outputs ([`crate::trace::noise`]).
     noise: NoiseEstimate,
+    /// The error that stopped the trace, once an ask, a tell or a failure met one after it had
+    /// begun to change the session (out of memory, the noise or a refused baseline stopping
+    /// the trace): the session is then part way through a change, and going on could lose a
+    /// dependency without a word. Every later ask, tell, failure and finish is an error naming
+    /// it ([`TraceSession::go_on`]).
+    stopped: Option<String>,
 }
 
 impl TraceSession {
@@ -247,7 +261,28 @@ impl TraceSession {
             check_precision: options.precision,
             tolerance: options.verify_tolerance,
             noise: NoiseEstimate::default(),
+            stopped: None,
         })
+    }
+
+    /// Ok while the trace can go on; the error that stopped it otherwise
+    /// ([`TraceSession::stopped`]).
+    fn go_on(&self) -> Result<()> {
+        match &self.stopped {
+            None => Ok(()),
+            Some(why) => Err(Error::invalid(format!(
+                "this trace session cannot go on after an earlier error ({why}); start a new \
+                 one (with a journal, it replays the evaluations told so far)"
+            ))),
+        }
+    }
+
+    /// `r`, noting its error as the one that stopped the trace.
+    fn stop_on<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            self.stopped = Some(e.message.clone());
+        }
+        r
     }
 
     /// Where request `id` of the current step sits in the trace (for journals and for
@@ -338,7 +373,16 @@ impl TraceSession {
     /// The ids of the evaluation requests to run next: the untold requests of the current step
     /// (as many as the budget allows, whole verification pairs only). Empty when the trace is
     /// complete or the budget is spent; [`TraceSession::finish`] then gives the pattern.
+    /// Errors (which stop the trace: module docs): out of memory; an error of an evaluation the
+    /// journal replays; and the trace stopped by an earlier error.
     pub fn ask(&mut self) -> Result<Vec<usize>> {
+        self.go_on()?;
+        let asked = self.ask_replaying();
+        self.stop_on(asked)
+    }
+
+    /// [`TraceSession::ask`], answering from the journal what it holds.
+    fn ask_replaying(&mut self) -> Result<Vec<usize>> {
         loop {
             let ids = self.ask_step()?;
             if ids.is_empty() || self.journal.is_none() {
@@ -638,9 +682,11 @@ impl TraceSession {
     }
 
     /// The outputs `y` (m values) of request `id`. Errors: `id` out of range or told already,
-    /// `y.len() != m`, and at the baseline a non-finite output when the options make that an
-    /// error.
+    /// `y.len() != m` (nothing changed: tell again); at the baseline a non-finite output when
+    /// the options make that an error, the noise when they make that one, out of memory (these
+    /// stop the trace: module docs); the trace stopped by an earlier error.
     pub fn tell(&mut self, id: usize, y: &[f64]) -> Result<()> {
+        self.go_on()?;
         if id >= self.told.len() || self.told[id] {
             return Err(Error::invalid(format!(
                 "request {id} is not outstanding in this step"
@@ -659,7 +705,8 @@ impl TraceSession {
                 journal.append(key, point_fp, fp, y)?;
             }
         }
-        self.tell_inner(id, y)
+        let told = self.tell_inner(id, y);
+        self.stop_on(told)
     }
 
     /// Tells outputs already validated (by `tell`, or read from the journal).
@@ -928,10 +975,12 @@ impl TraceSession {
     /// The evaluation of request `id` failed. A NaN request failing in a way its inputs may
     /// cause is split into parts (halves of its inputs, or perturbations of a single input),
     /// which the next [`TraceSession::ask`] hands out; any other failure is an error naming the
-    /// request ([`ErrorKind::BlackBox`]). An id that is not outstanding, or a return code of 0,
-    /// is an [`ErrorKind::InvalidArgument`]. Call in increasing `id` order for reproducible
-    /// request ids (journals).
+    /// request ([`ErrorKind::BlackBox`]), which stops the trace (module docs). An id that is not
+    /// outstanding, or a return code of 0, is an [`ErrorKind::InvalidArgument`] (nothing
+    /// changed); so is any call once the trace has stopped. Call in increasing `id` order for
+    /// reproducible request ids (journals).
     pub fn fail(&mut self, id: usize, failure: &Failure) -> Result<()> {
+        self.go_on()?;
         if !self.outstanding(id) {
             return Err(Error::invalid(format!(
                 "request {id} is not outstanding in this step"
@@ -941,11 +990,19 @@ impl TraceSession {
             return Err(Error::invalid("code is 0: a failure has a nonzero code"));
         }
         if !self.recoverable(id, failure) {
-            return Err(Error::new(
+            // The trace cannot go on without this evaluation.
+            let e = Error::new(
                 ErrorKind::BlackBox,
                 format!("the black box {failure} on {}", self.describe(id)),
-            ));
+            );
+            return self.stop_on(Err(e));
         }
+        let split = self.split_failed(id);
+        self.stop_on(split)
+    }
+
+    /// [`TraceSession::fail`] of a NaN request whose failure its inputs may cause: its parts.
+    fn split_failed(&mut self, id: usize) -> Result<()> {
         self.told.set(id, true);
         self.report.evaluations += 1;
         self.report.failed_evaluations += 1;
@@ -1057,8 +1114,9 @@ impl TraceSession {
 
     /// The pattern: every dependency proven, plus whatever is unresolved (kept as possible
     /// dependencies and counted in [`TraceReport::unresolved`]). Errors: the baseline was never
-    /// told; an allocation failed.
+    /// told; the trace was stopped by an error (module docs); an allocation failed.
     pub fn finish(self) -> Result<Pattern> {
+        self.go_on()?;
         let dense = match &self.baseline_rows {
             Some(rows) => Some(copied_bits(rows, "non-finite rows")?),
             None => None,
