@@ -41,7 +41,8 @@
 //!   spans leave them out too).
 //!
 //! Measured against the natural-order greedy pass on the same pattern (a small program timing
-//! the two alternately, min of 200 runs, before and after; the README's coloring tables):
+//! the two alternately, min of 200 runs, before and after; `bench/LOG.md`, "Saturation by
+//! spans"):
 //! banded (bandwidth 11) 10^4 3.3x -> 1.6x, 2-D 5-point stencil 100 x 100 3.3x -> 2.3x,
 //! FEM-like mesh with 4 unknowns a node 1.6x -> 1.1x, random 5 per row 10^4 2.5x -> 1.9x,
 //! after the color came from the neighbours' telling instead of a walk marking forbidden

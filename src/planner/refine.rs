@@ -536,7 +536,8 @@ impl<'a> TellHalf<'a> {
         // Rows close together: the pass is this loop, the rows `observe_rows` would give in the
         // same order, each changed one read and taken in it. Through `observe_rows`' callback
         // each changed row cost a call: the tells of tridiagonal 10^5 and 10^6 took 3.31 G
-        // instructions, 2.99 G this way (callgrind), the trace 0.93-1.05x the time (README).
+        // instructions, 2.99 G this way (callgrind), the trace 0.93-1.05x the time
+        // (`bench/LOG.md`).
         for &i in perturbed {
             self.take(seen, i, Hit::Perturbed);
         }
