@@ -86,11 +86,15 @@ int main(void) {
     nanprop_session_free(t);
     printf("batch: %zu evaluations in %zu ask rounds\n", nanprop_pattern_evaluations(batched), rounds);
 
-    /* Misuse: telling twice, an unknown id, after finish. */
+    /* Misuse: telling twice, an unknown id, after finish, finishing too early. */
     CHECK_STATUS(nanprop_session_tell(s, 0, y), NANPROP_ERR_INVALID_ARGUMENT);
     CHECK(error_mentions("finished"));
     nanprop_session_free(s);
     CHECK_STATUS(nanprop_session_create(N, N, x0, NULL, &s), NANPROP_OK);
+    /* Finishing before the baseline is told: an error that keeps the session. */
+    nanprop_pattern *early = NULL;
+    CHECK_STATUS(nanprop_session_finish(s, &early), NANPROP_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions("baseline") && early == NULL);
     CHECK_STATUS(nanprop_session_ask(s, ids, 4096, &count), NANPROP_OK);
     CHECK(count == 1); /* the baseline */
     CHECK_STATUS(nanprop_session_input(s, 7, x), NANPROP_ERR_INVALID_ARGUMENT);

@@ -1163,8 +1163,9 @@ size_t nanprop_session_evaluations(const nanprop_session *s);
  * unresolved (requests not told) is kept as possible dependencies. The session can then only
  * be freed.
  *
- * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, finished already, the baseline not
- * told, the trace stopped by an error), NANPROP_ERR_OUT_OF_MEMORY.
+ * Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, finished already; the baseline not
+ * told or the trace stopped by an error, which keep the session as it was),
+ * NANPROP_ERR_OUT_OF_MEMORY.
  */
 nanprop_status nanprop_session_finish(nanprop_session *s, nanprop_pattern **out);
 

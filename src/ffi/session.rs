@@ -178,8 +178,9 @@ pub unsafe extern "C" fn nanprop_session_evaluations(s: *const nanprop_session) 
 /// unresolved (requests not told) is kept as possible dependencies. The session can then only
 /// be freed.
 ///
-/// Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, finished already, the baseline not
-/// told, the trace stopped by an error), NANPROP_ERR_OUT_OF_MEMORY.
+/// Errors: NANPROP_ERR_INVALID_ARGUMENT (NULL arguments, finished already; the baseline not
+/// told or the trace stopped by an error, which keep the session as it was),
+/// NANPROP_ERR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn nanprop_session_finish(
     s: *mut nanprop_session,
@@ -188,10 +189,13 @@ pub unsafe extern "C" fn nanprop_session_finish(
     guarded("nanprop_session_finish", || {
         reset_out(out)?;
         // SAFETY: NULL or a live session, by contract.
-        let session = unsafe { handle_mut(s, "session")? }
-            .inner
-            .take()
-            .ok_or_else(|| Error::invalid("the session is finished"))?;
+        let handle = unsafe { handle_mut(s, "session")? };
+        // A finish too early (or after an error that stopped the trace) keeps the session.
+        if let Some(session) = &handle.inner {
+            session.ready_to_finish()?;
+        }
+        let session =
+            (handle.inner.take()).ok_or_else(|| Error::invalid("the session is finished"))?;
         give(
             out,
             nanprop_pattern {

@@ -1112,11 +1112,23 @@ impl TraceSession {
         self.journal.take()
     }
 
+    /// Whether [`TraceSession::finish`] can give a pattern: an [`ErrorKind::InvalidArgument`]
+    /// when the baseline was not told yet or the trace was stopped by an error (module docs).
+    /// `finish` makes this test first; a caller that must not lose the session to a misplaced
+    /// finish (the C ABI, whose finish ends the session) asks it before giving the session up.
+    pub fn ready_to_finish(&self) -> Result<()> {
+        self.go_on()?;
+        match self.stage {
+            Stage::Baseline => Err(Error::invalid("the baseline evaluation was not told yet")),
+            _ => Ok(()),
+        }
+    }
+
     /// The pattern: every dependency proven, plus whatever is unresolved (kept as possible
     /// dependencies and counted in [`TraceReport::unresolved`]). Errors: the baseline was never
     /// told; the trace was stopped by an error (module docs); an allocation failed.
     pub fn finish(self) -> Result<Pattern> {
-        self.go_on()?;
+        self.ready_to_finish()?;
         let dense = match &self.baseline_rows {
             Some(rows) => Some(copied_bits(rows, "non-finite rows")?),
             None => None,
