@@ -388,8 +388,8 @@ impl Check {
         for i in first?.into_iter().chain(second?) {
             self.alarms.set(i as usize, true);
         }
-        // Done only now: a class whose test did not finish (an allocation failed) keeps its
-        // zeros unchecked ([`Check::into_pattern`]).
+        // Done only now: a class whose test did not finish (an allocation failed) is not
+        // counted as checked.
         self.done.set(class, true);
         self.spare = Some(other);
         self.steps = steps;

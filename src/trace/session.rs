@@ -817,8 +817,8 @@ impl TraceSession {
             },
             slack,
         );
-        // The check stays, failed or not: a class whose test did not finish is not done, and
-        // its zeros are reported unchecked at the end (`Check::into_pattern`).
+        // The check stays in the session, failed or not (a failure then stops the trace:
+        // module docs), so the stage always says where the trace is.
         self.stage = Stage::Checking(check);
         told
     }

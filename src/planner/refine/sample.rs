@@ -47,8 +47,8 @@
 //! n = 10^6: levels 17 to 6 sampled, at strides 64 down to 2, a sampled level's ask (split and
 //! plan) 160-400 ms instead of 230-505; the trace's library time 9.2-9.4 s -> 6.9-7.1 s in
 //! single runs, the whole benchmark process 0.84x (`bench/LOG.md`, "A coarse level's coloring
-//! over a sample of the rows"); 261 evaluations against 260 (which few rows reach the last level's
-//! second step is chance).
+//! over a sample of the rows"); 261 evaluations against 260 (which few rows reach the last
+//! level's second step is chance).
 
 use super::{NONE, P_FLAG};
 use crate::error::{push, reserve, reserve_exact, Result};
