@@ -824,7 +824,7 @@ impl Planner for Refine {
 
 #[cfg(test)]
 mod tests {
-    use super::split::IN_PLACE_MERGE;
+    use super::split::Merge;
     use super::*;
     use crate::BlackBox;
 
@@ -969,8 +969,9 @@ mod tests {
     #[test]
     fn merged_dependencies_are_each_rows_sorted_union() {
         let mut rng = crate::rng::Rng::new(7);
-        // Merges of few pairs into many known ones go in place (`merge_in_place`).
-        let mut in_place = 0;
+        // Merges of few pairs into many known ones go in place (`merge_in_place`), others into
+        // new arrays: both are seen.
+        let (mut in_place, mut copied) = (0, 0);
         for case in 0..60 {
             let (m, n) = (1 + rng.below(40), 1 + rng.below(300));
             let mut planner = Refine::new(n, vec![0.0; m], 16, EntryKind::Assumed).unwrap();
@@ -997,9 +998,11 @@ mod tests {
                 let run = |odd: usize| pairs.iter().skip(odd).step_by(2).copied();
                 let a: Vec<(u32, u32)> = run(0).chain(run(1)).collect();
                 planner.new_deps = a.clone();
-                let known = planner.dep_idx.len();
-                in_place += usize::from(known > 0 && IN_PLACE_MERGE * a.len() <= known);
-                planner.merge_deps().unwrap();
+                match planner.merge_deps().unwrap() {
+                    Merge::InPlace => in_place += 1,
+                    Merge::Copied => copied += 1,
+                    Merge::First | Merge::Nothing => {}
+                }
                 for &(i, j) in &a {
                     truth[i as usize].insert(j);
                 }
@@ -1017,6 +1020,7 @@ mod tests {
             }
         }
         assert!(in_place >= 20, "{in_place} merges in place");
+        assert!(copied >= 20, "{copied} merges into new arrays");
     }
 
     /// The patterns two planners are traced side by side on: banded, blocked, stencil,

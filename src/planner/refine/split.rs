@@ -156,10 +156,10 @@ impl Refine {
     /// ([`Refine::merge_in_place`]), and the first ones (nothing known yet) make the CSR
     /// directly. The pairs are left in `merged`, sorted, distinct, until the next merge
     /// (`advance` recovers from them the dependencies a parked row's step was planned with).
-    pub(super) fn merge_deps(&mut self) -> Result<()> {
+    pub(super) fn merge_deps(&mut self) -> Result<Merge> {
         self.merged.clear();
         if self.new_deps.is_empty() {
-            return Ok(());
+            return Ok(Merge::Nothing);
         }
         let mut new = std::mem::take(&mut self.new_deps);
         new.sort(); // stable: it merges the per-probe runs the tells left (rows increasing in each)
@@ -167,7 +167,7 @@ impl Refine {
         if !self.dep_idx.is_empty() && IN_PLACE_MERGE * new.len() <= self.dep_idx.len() {
             self.merge_in_place(&new)?;
             self.new_deps = std::mem::replace(&mut self.merged, new);
-            return Ok(());
+            return Ok(Merge::InPlace);
         }
         let m = self.m;
         let mut idx = Vec::new();
@@ -175,6 +175,10 @@ impl Refine {
         let mut ptr = Vec::new();
         reserve(&mut ptr, m + 1, "dependency pointers")?;
         ptr.push(0);
+        let how = match self.dep_idx.is_empty() {
+            true => Merge::First,
+            false => Merge::Copied,
+        };
         if self.dep_idx.is_empty() {
             // Nothing known yet (the first step's tags): the CSR is the pairs' own, with no
             // merge (tridiagonal 10^6: 17.8 -> 8.3 ms).
@@ -222,7 +226,7 @@ impl Refine {
         self.dep_idx = idx;
         // The pairs stay for `advance`; the allocation of the emptied one serves the next step.
         self.new_deps = std::mem::replace(&mut self.merged, new);
-        Ok(())
+        Ok(how)
     }
 
     /// [`Refine::merge_deps`] of few pairs (`new`: sorted, distinct, at most a
@@ -886,9 +890,22 @@ fn deps_in(deps: &[u32], d: &mut usize, start: u32, end: u32) -> usize {
     *d - from
 }
 
+/// How [`Refine::merge_deps`] merged (what its test observes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Merge {
+    /// There was no new pair.
+    Nothing,
+    /// Nothing was known: the pairs made the CSR.
+    First,
+    /// Few pairs, into the arrays in place ([`Refine::merge_in_place`]).
+    InPlace,
+    /// Into new arrays.
+    Copied,
+}
+
 /// [`Refine::merge_deps`] merges in place when the known dependencies are at least this many
 /// times the new pairs.
-pub(super) const IN_PLACE_MERGE: usize = 16;
+const IN_PLACE_MERGE: usize = 16;
 
 /// Calls `f` on the sorted union of a row's known dependencies (`old`, sorted, distinct) and
 /// its new ones (`added`, sorted by column, distinct), each column once.
