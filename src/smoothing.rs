@@ -24,12 +24,12 @@
 //! that makes the plain average noisy (a linear row is recovered exactly). Entries outside the
 //! pattern are exact zeros, not noise.
 //!
-//! Each entry gets a standard error: heteroscedasticity-robust, since residuals of a
-//! discontinuous f depend on where the sample fell: the sandwich
-//! `G^-1 (sum r_k^2 eps_S eps_S^T) G^-1` with each residual divided by one minus its leverage
-//! (MacKinnon and White's HC3, which stays honest with few samples per input). Rows with too few samples for their
-//! regression (N < 2 d_i + 2), rows longer than 64 inputs, and rows whose G is singular use the
-//! plain average, with the sample standard deviation of `D_i eps_j` as their error.
+//! Each entry gets a standard error: heteroscedasticity-robust, since residuals of a discontinuous
+//! f depend on where the sample fell: the sandwich `G^-1 (sum r_k^2 eps_S eps_S^T) G^-1` with each
+//! residual divided by one minus its leverage (MacKinnon and White's HC3, which stays honest with
+//! few samples per input). Rows with too few samples for their regression (N < 2 d_i + 2), rows
+//! longer than 64 inputs, and rows whose G is singular use the plain average, with the sample
+//! standard deviation of `D_i eps_j` as their error.
 //!
 //! Perturbing one color class at a time while holding the others at x0 estimates a different,
 //! *partial* smoothing (for `y = H(x_a - x_b)` it gives `phi(d / sigma) / sigma` where the joint

@@ -9,10 +9,10 @@ use nanprop::jacobian::{Difference, JacobianOptions, JacobianPlan, Step};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
-/// Coloring options from keywords: `order` "auto" (a structured grid's formula when one fits,
-/// else saturation, after the natural order when one row holds half the work, has 64
-/// entries or every row's columns lie close together), "best" (the formula, else every order, the fewest colors) or one of
-/// natural, largest-first, smallest-last, incidence-degree, dynamic-largest-first, random,
+/// Coloring options from keywords: `order` "auto" (a structured grid's formula when one fits, else
+/// saturation, after the natural order when one row holds half the work, has 64 entries or every
+/// row's columns lie close together), "best" (the formula, else every order, the fewest colors) or
+/// one of natural, largest-first, smallest-last, incidence-degree, dynamic-largest-first, random,
 /// saturation; `seed`; `recolor` rounds of iterated greedy recoloring.
 pub(crate) fn coloring_options(
     order: &str,

@@ -127,8 +127,9 @@ fn count(value: &Bound<'_, PyAny>, bad: &dyn Fn(&str) -> PyErr) -> PyResult<usiz
 }
 
 /// Traces f at each of the points (`points` holds them one after another, n values each) and
-/// returns the union of the patterns. `progress(evaluations, planned, point, points)` is
-/// called after every evaluation when given; `single`: a Python f works in float32. Use `nanprop.trace`, which documents the options.
+/// returns the union of the patterns. `progress(evaluations, planned, point, points)` is called
+/// after every evaluation when given; `single`: a Python f works in float32. Use `nanprop.trace`,
+/// which documents the options.
 #[pyfunction]
 #[pyo3(signature = (f, points, n, m, progress=None, single=false, **options_))]
 pub fn trace(

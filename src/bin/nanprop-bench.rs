@@ -1,19 +1,19 @@
 //! Benchmark program: evaluations, library time and peak memory of each strategy on synthetic
 //! pattern families. Prints Markdown tables (the README's tables come from here).
 //!
-//! `cargo run --release --features testing --bin nanprop-bench` runs the full set; `-- --quick` the small sizes;
-//! `-- --only TEXT` the cases whose family name and n contain TEXT (e.g. `"tridiagonal 1000000"`:
-//! the tracing tables and the scale table, no other);
+//! `cargo run --release --features testing --bin nanprop-bench` runs the full set;
+//! `-- --quick` the small sizes; `-- --only TEXT` the cases whose family name and n contain TEXT
+//! (e.g. `"tridiagonal 1000000"`: the tracing tables and the scale table, no other);
 //! `-- --parallel` only the parallel drivers' wall times; `-- --single` only the
 //! single-precision table; `-- --peers [MAX_N]` nanprop's Python package against asdex and
 //! SciPy (bench/python_peers.py --scale, with `$NANPROP_PYTHON`, `.venv/bin/python` or
-//! `python3`; skipped, saying so, when they are not importable); `-- --hessian` only the star-coloring table (against ColPack's star
-//! coloring); `-- --smoothing` only the smoothed-Jacobian table (and its plot,
-//! bench/smoothing.svg); `-- --coloring` only the
-//! column-coloring comparison with ColPack (built from
-//! bench/colpack_compare.cpp when Debian's libcolpack-dev is installed; ColPack is never linked
-//! into nanprop); `-- --help` lists these. An argument it does not know stops it, before any
-//! table runs.
+//! `python3`; skipped, saying so, when they are not importable); `-- --hessian` only the
+//! star-coloring table (against ColPack's star coloring); `-- --smoothing` only the
+//! smoothed-Jacobian table (and its plot, bench/smoothing.svg); `-- --coloring` only the
+//! column-coloring comparison with ColPack (built from bench/colpack_compare.cpp when Debian's
+//! libcolpack-dev is installed; ColPack is never linked into nanprop); `-- --help` lists these.
+//! An argument it does not know stops it, before any table runs.
+//!
 //! Library time is the wall time of the trace minus the time spent inside the synthetic black
 //! box. Peak memory is the largest number of bytes allocated at once during the trace, beyond
 //! what was allocated before it started (the true pattern and the point x0), counted by a
@@ -841,11 +841,12 @@ fn scale_table(only: Option<&str>) {
     println!("\nf time is the time spent inside the black box; library time the rest of the trace's wall time.");
 }
 
-/// Coloring time: each order alone (no recoloring) and the default against the natural-order
-/// greedy pass, on the benchmark's patterns and on large ones (random 5 per row at 10^5 and
-/// 10^6, the 2-D stencil at 10^6, and one with a dense row of 10^4): issue 13's targets are the default at most 3x the
-/// natural order, and no order quadratic in the longest row. Each time is a median of repeated
-/// runs; the default / natural ratio is the median ratio of runs of the two made alternately.
+/// Coloring time: each order alone (no recoloring) and the default against the natural-order greedy
+/// pass, on the benchmark's patterns and on large ones (random 5 per row at 10^5 and 10^6, the 2-D
+/// stencil at 10^6, and one with a dense row of 10^4): issue 13's targets are the default at most
+/// 3x the natural order, and no order quadratic in the longest row. Each time is a median of
+/// repeated runs; the default / natural ratio is the median ratio of runs of the two made
+/// alternately.
 fn coloring_time_table() {
     use nanprop::coloring::{self, ColoringOptions, Order, Strategy as ColoringStrategy};
     println!("\n### Column coloring time: each order, and the default against the natural order\n");

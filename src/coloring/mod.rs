@@ -40,21 +40,20 @@
 //!
 //! # Cost
 //!
-//! Every order and every greedy pass visits the distance-2 neighbourhoods once:
-//! O(sum over rows of (row length)^2) time, O(nnz + n + m) memory (the transposed structure
-//! unless the pattern is symmetric, bucket queues for the dynamic orders with an 8-byte
-//! record per column, the degrees counted once, stamp arrays for the forbidden colors and a
-//! buffer of one walk's neighbours; saturation keeps a 16-byte record per
-//! column, a buffer as long as the longest walk, a copy of the column lists without repeated
-//! rows when there are some, and for the columns that see more than 64 colors a bit per
-//! color they see). No order costs more than that: saturation's question "is this color new
-//! to this column" is O(1) (`seen.rs`). Measured (`nanprop-bench --coloring`, medians, in the
-//! README's tables): the default 0.1-0.3x the natural order's time where a grid's formula fits
-//! (bands, blocks, stencils, the FEM-like mesh; the 2-D stencil at 10^6 5.4 ms against 28.8),
-//! 1.0-2.6x on the other patterns, 2.6-3.0x on random 5 per row at n = 10^6 (about 0.65 s
-//! against 0.2-0.26 s), where every order plus recoloring takes up to 41x; saturation's walk is laid out for memory
-//! latency (`saturation.rs`), and on large patterns whose rows reach far apart the other
-//! orders' walks and the greedy passes ask for each level first (`graph.rs`).
+//! Every order and every greedy pass visits the distance-2 neighbourhoods once: O(sum over rows of
+//! (row length)^2) time, O(nnz + n + m) memory (the transposed structure unless the pattern is
+//! symmetric, bucket queues for the dynamic orders with an 8-byte record per column, the degrees
+//! counted once, stamp arrays for the forbidden colors and a buffer of one walk's neighbours;
+//! saturation keeps a 16-byte record per column, a buffer as long as the longest walk, a copy of
+//! the column lists without repeated rows when there are some, and for the columns that see more
+//! than 64 colors a bit per color they see). No order costs more than that: saturation's question
+//! "is this color new to this column" is O(1) (`seen.rs`). Measured (`nanprop-bench --coloring`,
+//! medians, in the README's tables): the default 0.1-0.3x the natural order's time where a grid's
+//! formula fits (bands, blocks, stencils, the FEM-like mesh; the 2-D stencil at 10^6 5.4 ms against
+//! 28.8), 1.0-2.6x on the other patterns, 2.4-3.0x on random 5 per row at n = 10^6 (0.65-0.84 s
+//! against 0.2-0.33 s), where every order plus recoloring takes up to 41x; saturation's walk is
+//! laid out for memory latency (`saturation.rs`), and on large patterns whose rows reach far apart
+//! the other orders' walks and the greedy passes ask for each level first (`graph.rs`).
 //!
 //! # Result
 //!

@@ -28,8 +28,8 @@
 //! # Checks
 //!
 //! Rows with entries must be finite at x (else [`crate::ErrorKind::BaselineNotFinite`]); an
-//! evaluation that turns one of them non-finite is an [`crate::ErrorKind::BlackBox`] error naming the
-//! column group, never a NaN in the Jacobian.
+//! evaluation that turns one of them non-finite is an [`crate::ErrorKind::BlackBox`] error naming
+//! the column group, never a NaN in the Jacobian.
 
 //!
 //! # Files

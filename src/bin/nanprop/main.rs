@@ -1,5 +1,6 @@
 //! The `nanprop` command: trace a function in a shared library, color a pattern, compute a
-//! sparse Jacobian (plain or smoothed) or a sparse Hessian, or run the built-in demo. See `nanprop --help`.
+//! sparse Jacobian (plain or smoothed) or a sparse Hessian, or run the built-in demo. See
+//! `nanprop --help`.
 //!
 //! One file per subcommand; [`args`] holds what they share (loading a function, the point),
 //! [`output`] what they print and write. Every decision about a trace or a Jacobian is the

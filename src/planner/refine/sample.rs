@@ -32,13 +32,13 @@
 //! random 3 per row, 12000 x 30000, with no payload coming back, 628 probes at the last level
 //! against 570.
 //!
-//! The draw is a hash of the level and the list's ordinal (`rng.rs`): the same coloring in
-//! every run, and in a journal's replay. Nothing else is sampled: every row is listed, so the
-//! probeable candidates, their probes, the parked runs' probe sets (made from their whole
-//! lists, kept apart when the others go: [`RunLists`]) and the tells are the whole rows'. Not at the last
-//! level, where every conflict is hard and a missed one costs the row a probe; below
-//! [`SAMPLE_FROM`] the whole rows are cheap to count and the coloring is the one it was (the
-//! fingerprint suite, 20000 rows at most, identical).
+//! The draw is a hash of the level and the list's ordinal (`rng.rs`): the same coloring in every
+//! run, and in a journal's replay. Nothing else is sampled: every row is listed, so the probeable
+//! candidates, their probes, the parked runs' probe sets (made from their whole lists, kept apart
+//! when the others go: [`RunLists`]) and the tells are the whole rows'. Not at the last level,
+//! where every conflict is hard and a missed one costs the row a probe; below [`SAMPLE_FROM`] the
+//! whole rows are cheap to count and the coloring is the one it was (the fingerprint suite, 20000
+//! rows at most, identical).
 //!
 //! # Cost and effect
 //!
