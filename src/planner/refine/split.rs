@@ -156,6 +156,7 @@ impl Refine {
     /// ([`Refine::merge_in_place`]), and the first ones (nothing known yet) make the CSR
     /// directly. The pairs are left in `merged`, sorted, distinct, until the next merge
     /// (`advance` recovers from them the dependencies a parked row's step was planned with).
+    /// Returns which of these ways it took.
     pub(super) fn merge_deps(&mut self) -> Result<Merge> {
         self.merged.clear();
         if self.new_deps.is_empty() {
