@@ -14,9 +14,10 @@
 //!
 //! On two cores a large split runs in two halves of rows at once (`halves.rs`,
 //! [`Refine::split_rows`]): each half writes its own rows' entries, parked codes and quiet
-//! bits, and keeps its own counts; the halves are joined in row order, and the codes of the
-//! rows it parked or wrote back are made again after the join (a code looks at the row
-//! before, which may lie in the other half).
+//! bits, and keeps its own counts; the halves are joined in row order. Each half makes again
+//! the codes of the rows it parked or wrote back and of the rows after them, but the second
+//! half's first row, whose code looks at the row before in the other half: that one is made
+//! after the join.
 
 use super::{
     Mode, Refine, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN, DENSE_MIN_BLOCKS, HIT, NONE, PERT, PROBE,
@@ -526,16 +527,16 @@ impl Refine {
             reserve(&mut self.dense, part.dense.len(), "dense rows")?;
             self.dense.extend_from_slice(&part.dense);
         }
-        // A parked row's code: from which level on it has the blocks of the row before.
-        for &t in first.touched.iter().chain(&second.touched) {
-            for r in [t as usize, t as usize + 1] {
-                if r < self.m && self.parked.is_parked(r) {
-                    self.parked.rows[r] = match r > 0 && self.parked.is_parked(r - 1) {
-                        true => shared_from(self.deps(r), self.deps(r - 1)),
-                        false => ALONE,
-                    };
-                }
-            }
+        // The second half's first row's code, when its row before (in the first half) or the row
+        // itself was parked or written back: the halves made every other code (`split_rows`).
+        let cut = mid as u32;
+        let at_cut = (first.touched.last()).is_some_and(|&t| t + 1 == cut)
+            || second.touched.first() == Some(&cut);
+        if mid > 0 && mid < self.m && at_cut && self.parked.is_parked(mid) {
+            self.parked.rows[mid] = match self.parked.is_parked(mid - 1) {
+                true => shared_from(self.deps(mid), self.deps(mid - 1)),
+                false => ALONE,
+            };
         }
         drop((first, second));
         if RESTLESS_PART * restless > quiet_rows + restless {
@@ -796,6 +797,21 @@ impl Refine {
             ptr.push(idx.len());
         }
         debug_assert!(h == hits.len() || hits[h].0 as usize >= rows.end);
+        // A parked row's code: from which level on it has the blocks of the row before. Made
+        // again for the rows this pass parked or wrote back and the rows after them, once every
+        // row's parking is decided; but for the first row of a second half, whose row before
+        // lies in the other half (`advance` makes it after the join).
+        for &t in &out.touched {
+            for r in [t as usize, t as usize + 1] {
+                if r >= rows.end || (r == lo && !first) || !is_parked(codes, r) {
+                    continue;
+                }
+                codes[r - lo] = match r > lo && is_parked(codes, r - 1) {
+                    true => shared_from(self.deps(r), self.deps(r - 1)),
+                    false => ALONE,
+                };
+            }
+        }
         (out.ends, out.idx) = (ptr, idx);
         Ok(out)
     }
