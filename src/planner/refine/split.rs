@@ -533,10 +533,7 @@ impl Refine {
         let at_cut = (first.touched.last()).is_some_and(|&t| t + 1 == cut)
             || second.touched.first() == Some(&cut);
         if mid > 0 && mid < self.m && at_cut && self.parked.is_parked(mid) {
-            self.parked.rows[mid] = match self.parked.is_parked(mid - 1) {
-                true => shared_from(self.deps(mid), self.deps(mid - 1)),
-                false => ALONE,
-            };
+            self.parked.rows[mid] = self.parked_code(mid, self.parked.is_parked(mid - 1));
         }
         drop((first, second));
         if RESTLESS_PART * restless > quiet_rows + restless {
@@ -576,6 +573,15 @@ impl Refine {
         self.shift = s;
         self.bits = bits;
         Ok(())
+    }
+
+    /// Parked row `r`'s code (`parked.rs`), `after_parked` saying whether the row before is
+    /// parked too.
+    fn parked_code(&self, r: usize, after_parked: bool) -> u8 {
+        match after_parked {
+            true => shared_from(self.deps(r), self.deps(r - 1)),
+            false => ALONE,
+        }
     }
 
     /// The split's pass over `rows` ([`Refine::advance`]): each row's surviving candidates
@@ -806,10 +812,7 @@ impl Refine {
                 if r >= rows.end || (r == lo && !first) || !is_parked(codes, r) {
                     continue;
                 }
-                codes[r - lo] = match r > lo && is_parked(codes, r - 1) {
-                    true => shared_from(self.deps(r), self.deps(r - 1)),
-                    false => ALONE,
-                };
+                codes[r - lo] = self.parked_code(r, r > lo && is_parked(codes, r - 1));
             }
         }
         (out.ends, out.idx) = (ptr, idx);
