@@ -137,7 +137,7 @@ fn a_session_stopped_by_an_error_refuses_to_go_on() {
     let mut f = noisy(&truth, 1e-10, &calls);
     let mut s = TraceSession::new(n, n, &x0, &strict).unwrap();
     let (mut x, mut y) = (x0.clone(), vec![0.0; n]);
-    let (first, left) = 'trace: loop {
+    let (first, stopped, left) = 'trace: loop {
         let ids = s.ask().unwrap();
         assert!(!ids.is_empty(), "the noise never stopped the trace");
         for (k, &id) in ids.iter().enumerate() {
@@ -145,14 +145,16 @@ fn a_session_stopped_by_an_error_refuses_to_go_on() {
             f(&x, &mut y).unwrap();
             s.restore(id, &mut x);
             if let Err(e) = s.tell(id, &y) {
-                break 'trace (e, ids[k + 1..].to_vec());
+                break 'trace (e, id, ids[k + 1..].to_vec());
             }
         }
     };
     assert_eq!(first.kind, ErrorKind::BlackBox, "{}", first.message);
     assert!(first.message.contains("noisy"), "{}", first.message);
     refused(s.ask().unwrap_err(), &first, "ask after the noise");
-    if let Some(&id) = left.first() {
+    // Every tell is refused for the stop, not for its id: the requests left in the step, and
+    // the one whose tell stopped the trace.
+    for &id in left.iter().chain([&stopped]) {
         refused(s.tell(id, &y).unwrap_err(), &first, "tell after the noise");
     }
     refused(s.finish().unwrap_err(), &first, "finish after the noise");
