@@ -806,12 +806,15 @@ impl Refine {
         // A parked row's code: from which level on it has the blocks of the row before. Made
         // again for the rows this pass parked or wrote back and the rows after them, once every
         // row's parking is decided; but for the first row of a second half, whose row before
-        // lies in the other half (`advance` makes it after the join).
+        // lies in the other half (`advance` makes it after the join). Each once: the row after
+        // a touched row is often touched too (every row, at the first level).
+        let mut next = lo;
         for &t in &out.touched {
             for r in [t as usize, t as usize + 1] {
-                if r >= rows.end || (r == lo && !first) || !is_parked(codes, r) {
+                if r < next || r >= rows.end || (r == lo && !first) || !is_parked(codes, r) {
                     continue;
                 }
+                next = r + 1;
                 codes[r - lo] = self.parked_code(r, r > lo && is_parked(codes, r - 1));
             }
         }
