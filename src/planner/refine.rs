@@ -463,6 +463,8 @@ struct Seen<'a> {
     /// The probe told.
     k: u32,
     cand_ptr: &'a [usize],
+    /// The candidates' blocks (columns at the last level).
+    cand_idx: &'a [u32],
     dep_ptr: &'a [usize],
     dep_idx: &'a [u32],
     parked: &'a [u8],
@@ -558,17 +560,17 @@ impl<'a> TellHalf<'a> {
     fn take(&mut self, seen: &Seen, i: u32, hit: Hit) {
         let iu = i as usize;
         let deps = &seen.dep_idx[seen.dep_ptr[iu]..seen.dep_ptr[iu + 1]];
-        // A probe holding a known dependency of the row re-reports it: skip those. A new
-        // dependency in a block that holds a known one changes none of a parked row's blocks:
-        // only one elsewhere calls the row back.
-        let new_elsewhere = match hit {
-            Hit::Dep(j) => match deps.binary_search(&j) {
-                Ok(_) => false,
-                Err(at) => learned(self.new_deps, &mut self.room, (i, j), deps, at, seen.shift),
-            },
-            _ => false,
-        };
         if seen.parked[iu] != STORED {
+            // A probe holding a known dependency of the row re-reports it: skip those. A new
+            // dependency in a block that holds a known one changes none of a parked row's
+            // blocks: only one elsewhere calls the row back.
+            let new_elsewhere = match hit {
+                Hit::Dep(j) => match deps.binary_search(&j) {
+                    Ok(_) => false,
+                    Err(at) => learned(self.new_deps, &mut self.room, (i, j), deps, at, seen.shift),
+                },
+                _ => false,
+            };
             // What the stored row would mark: its P blocks in this probe changed.
             // The perturbed rows come before the pass, out of its order: the cursor is the
             // pass's.
@@ -586,10 +588,29 @@ impl<'a> TellHalf<'a> {
             Hit::Perturbed => HIT | PERT,
             _ => HIT,
         };
-        let row =
-            &mut self.cand_probe[seen.cand_ptr[iu] - self.base..seen.cand_ptr[iu + 1] - self.base];
-        for v in row.iter_mut().filter(|v| **v & PROBE == seen.k) {
-            *v |= mark;
+        let (a, b) = (seen.cand_ptr[iu], seen.cand_ptr[iu + 1]);
+        let row = &mut self.cand_probe[a - self.base..b - self.base];
+        // The row's candidates in this probe, marked, and the last of them.
+        let (mut in_probe, mut last) = (0usize, 0usize);
+        for (e, v) in row.iter_mut().enumerate() {
+            if *v & PROBE == seen.k {
+                *v |= mark;
+                in_probe += 1;
+                last = e;
+            }
+        }
+        if let Hit::Dep(j) = hit {
+            if let Err(at) = deps.binary_search(&j) {
+                // At the last level, the tag of a candidate alone among the row's columns in
+                // the probe: the step's end proves it from the change (`absorb`), as it
+                // proves those whose tag did not come back; recorded once, not twice (a
+                // million pairs fewer to sort on the tridiagonal at 10^6). Any other tag is
+                // learned here.
+                let absorbed = seen.shift == 0 && in_probe == 1 && seen.cand_idx[a + last] == j;
+                if !absorbed {
+                    learned(self.new_deps, &mut self.room, (i, j), deps, at, seen.shift);
+                }
+            }
         }
     }
 }
@@ -653,6 +674,7 @@ impl Planner for Refine {
         let seen = Seen {
             k: k as u32,
             cand_ptr: &self.cand_ptr,
+            cand_idx: &self.cand_idx,
             dep_ptr: &self.dep_ptr,
             dep_idx: &self.dep_idx,
             parked: &self.parked.rows,
