@@ -984,6 +984,78 @@ mod tests {
         }
     }
 
+    /// At the last level a tag naming a candidate that sat alone among its row's columns in
+    /// the probe is left to the step's end, which proves the candidate from the change
+    /// (`absorb`); a tag naming a candidate that shared its probe (a quiet row's) is recorded
+    /// by the tell, since the change alone proves neither. Each pair is recorded once, and the
+    /// pattern is exact. (The pattern of the test above: quiet rows that change in a shared
+    /// probe.)
+    #[test]
+    fn last_level_tags_are_recorded_once() {
+        let (m, n) = (8000, 8000);
+        let base = crate::testing::random_sparse(m, n, 5, 3);
+        let truth = crate::testing::from_rows(m, n, |i, r| {
+            r.extend(base.row(i).iter().map(|&j| j as usize));
+            if i % 64 == 0 {
+                let k = (i * 7919) % (n / 2);
+                r.extend([2 * k, 2 * k + 1]);
+            }
+        });
+        let mut f = crate::testing::Synthetic::new(&truth, crate::testing::Winner::Smallest, 5);
+        let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 1e-3).collect();
+        let mut baseline = vec![0.0; m];
+        f.eval(&x0, &mut baseline).unwrap();
+        let mut planner =
+            Refine::new(n, baseline, Refine::allowance(n), EntryKind::Assumed).unwrap();
+        let (mut x, mut y) = (x0.clone(), vec![0.0; m]);
+        // Changed candidates alone in their probe (left to the step's end), and changed ones
+        // sharing it whose tag the tell recorded.
+        let (mut left_to_end, mut told_shared) = (0usize, 0usize);
+        loop {
+            let probes = planner.ask().unwrap();
+            if probes.is_empty() {
+                break;
+            }
+            for (k, probe) in probes.iter().enumerate() {
+                probe.write_tags(&mut x);
+                f.eval(&x, &mut y).unwrap();
+                probe.restore(&x0, &mut x);
+                planner.tell(k, probe, &y, &[]).unwrap();
+            }
+            if planner.shift != 0 || planner.mode != Mode::Refining {
+                continue;
+            }
+            let mut recorded = planner.new_deps.clone();
+            recorded.sort_unstable();
+            for i in 0..m {
+                let (a, b) = (planner.cand_ptr[i], planner.cand_ptr[i + 1]);
+                let words = &planner.cand_probe[a..b];
+                for (e, &v) in words.iter().enumerate() {
+                    if v & HIT == 0 {
+                        continue;
+                    }
+                    let in_probe = words.iter().filter(|&&o| o & PROBE == v & PROBE).count();
+                    let pair = (i as u32, planner.cand_idx[a + e]);
+                    let told = recorded.binary_search(&pair).is_ok();
+                    match in_probe {
+                        1 => {
+                            assert!(!told, "row {i}: {pair:?} recorded by the tell");
+                            left_to_end += 1;
+                        }
+                        _ => told_shared += usize::from(told),
+                    }
+                }
+            }
+        }
+        assert!(
+            left_to_end >= 20 && told_shared >= 20,
+            "{left_to_end}, {told_shared}"
+        );
+        for i in 0..m {
+            assert_eq!(planner.deps(i), truth.row(i), "row {i}");
+        }
+    }
+
     /// Merging new pairs into the dependency CSR (`merge_deps`) gives each row the sorted union
     /// of its known and new columns, whatever rows gain entries (none, the first, the last,
     /// runs of neighbours), with repeated pairs and pairs already known; the pairs stay in
