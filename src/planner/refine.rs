@@ -878,12 +878,24 @@ mod tests {
             if probes.is_empty() {
                 return planner;
             }
-            for (k, probe) in probes.iter().enumerate() {
-                probe.write_tags(&mut x);
-                f.eval(&x, &mut y).unwrap();
-                probe.restore(&x0, &mut x);
-                planner.tell(k, probe, &y, &[]).unwrap();
-            }
+            tell_all(&mut planner, f, &probes, &x0, (&mut x, &mut y));
+        }
+    }
+
+    /// Evaluates `probes` at `x0` (`x` holds `x0`, and does again after) and tells the planner
+    /// each one's outputs (into `y`).
+    fn tell_all(
+        planner: &mut Refine,
+        f: &mut dyn BlackBox,
+        probes: &[Probe],
+        x0: &[f64],
+        (x, y): (&mut [f64], &mut [f64]),
+    ) {
+        for (k, probe) in probes.iter().enumerate() {
+            probe.write_tags(x);
+            f.eval(x, y).unwrap();
+            probe.restore(x0, x);
+            planner.tell(k, probe, y, &[]).unwrap();
         }
     }
 
@@ -956,21 +968,29 @@ mod tests {
         assert!(probes < clique, "{steps:?}");
     }
 
+    /// Random sparse rows (8000 x 8000, 5 per row), every 64th with two neighbouring inputs
+    /// more, 2k and 2k + 1: with the smaller NaN winning, the second is learned only at the
+    /// last level, by a quiet row changing in a probe it shares.
+    fn hidden_pairs() -> Pattern {
+        let (m, n) = (8000, 8000);
+        let base = crate::testing::random_sparse(m, n, 5, 3);
+        crate::testing::from_rows(m, n, |i, r| {
+            r.extend(base.row(i).iter().map(|&j| j as usize));
+            if i % 64 == 0 {
+                let k = (i * 7919) % (n / 2);
+                r.extend([2 * k, 2 * k + 1]);
+            }
+        })
+    }
+
     /// A quiet row may still hold an unknown dependency: one whose NaN always lost to a known
     /// one's in the same block (inputs 2k and 2k + 1, the smaller NaN winning). At the last
     /// level it changes in a probe it shares with another candidate; a second step, every
     /// conflict hard, resolves what that probe left, and the pattern is exact.
     #[test]
     fn a_quiet_row_changing_in_a_shared_probe_takes_a_second_last_step() {
-        let (m, n) = (8000, 8000);
-        let base = crate::testing::random_sparse(m, n, 5, 3);
-        let truth = crate::testing::from_rows(m, n, |i, r| {
-            r.extend(base.row(i).iter().map(|&j| j as usize));
-            if i % 64 == 0 {
-                let k = (i * 7919) % (n / 2);
-                r.extend([2 * k, 2 * k + 1]);
-            }
-        });
+        let truth = hidden_pairs();
+        let (m, n) = (truth.rows(), truth.cols());
         let steps = steps_of(&truth, crate::testing::Winner::Smallest);
         let leaf: Vec<_> = steps.iter().filter(|s| s.0 == 0 && s.1 > 0).collect();
         assert_eq!(leaf.len(), 2, "{steps:?}");
@@ -992,15 +1012,8 @@ mod tests {
     /// probe.)
     #[test]
     fn last_level_tags_are_recorded_once() {
-        let (m, n) = (8000, 8000);
-        let base = crate::testing::random_sparse(m, n, 5, 3);
-        let truth = crate::testing::from_rows(m, n, |i, r| {
-            r.extend(base.row(i).iter().map(|&j| j as usize));
-            if i % 64 == 0 {
-                let k = (i * 7919) % (n / 2);
-                r.extend([2 * k, 2 * k + 1]);
-            }
-        });
+        let truth = hidden_pairs();
+        let (m, n) = (truth.rows(), truth.cols());
         let mut f = crate::testing::Synthetic::new(&truth, crate::testing::Winner::Smallest, 5);
         let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 1e-3).collect();
         let mut baseline = vec![0.0; m];
@@ -1016,12 +1029,7 @@ mod tests {
             if probes.is_empty() {
                 break;
             }
-            for (k, probe) in probes.iter().enumerate() {
-                probe.write_tags(&mut x);
-                f.eval(&x, &mut y).unwrap();
-                probe.restore(&x0, &mut x);
-                planner.tell(k, probe, &y, &[]).unwrap();
-            }
+            tell_all(&mut planner, &mut f, &probes, &x0, (&mut x, &mut y));
             if planner.shift != 0 || planner.mode != Mode::Refining {
                 continue;
             }
