@@ -11,7 +11,10 @@ fn main() {
         "band" => synthetic::banded(n, 5),
         "block" => synthetic::block_diagonal(n, 10),
         "stencil" => synthetic::stencil_2d((n as f64).sqrt() as usize),
-        "random" => synthetic::random_sparse(n, n, 5, 42),
+        "random" => {
+            let d: usize = which.get(2).and_then(|s| s.parse().ok()).unwrap_or(5);
+            synthetic::random_sparse(n, n, d, 42)
+        }
         "arrow" => synthetic::arrowhead(n),
         "dense" => synthetic::dense(n, n),
         "mid" => {

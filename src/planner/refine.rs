@@ -160,7 +160,9 @@
 //!   columns still unknown for some row, or the step would not fit under the cap;
 //! * the last level's coloring would need at least as many probes as there are unknown columns
 //!   (or more than the cap leaves), or the coloring work (the sum over rows of the square of
-//!   their block count) is large.
+//!   their block count) is more than 64 per listed block and more than the probes it would
+//!   save cost (one per unknown column, each writing n inputs and reading m outputs) over the
+//!   levels left (`work_limit` in `refine/level.rs`).
 //!
 //! Under a cap, a trace of at most `2 ceil(log2 n) + 3` columns (n <= 11) starts with one probe
 //! per column: refining cannot do better there.

@@ -142,8 +142,8 @@ impl Refine {
             })
             .sum();
         drop(is_cand);
-        let work_limit = 64 * (listed as u64) + 10_000_000;
-        if work > work_limit || nblocks > P_FLAG as usize || k_idx.len() >= P_FLAG as usize {
+        let too_much_work = work > work_limit(listed, unknown_cols, (self.n, self.m), shift);
+        if too_much_work || nblocks > P_FLAG as usize || k_idx.len() >= P_FLAG as usize {
             return Ok(Some(self.start_onehot()?));
         }
         // At a coarse level where every block has thousands of lists, the coloring counts over
@@ -684,6 +684,23 @@ impl Refine {
 /// many probes (and a quarter of them): a quiet row that changes in a shared probe costs a
 /// second step.
 const QUIET_SAVING: usize = 4;
+
+/// The coloring work (the sum over rows of the square of their list lengths, `work` in
+/// [`Refine::plan_level`]) past which a level switches to one probe per column instead.
+///
+/// Work up to 64 per listed block (plus a constant for small traces) is always taken. Past
+/// that the coloring is weighed against what it saves: one probe per each of the
+/// `unknown_cols` columns, each of which writes the `n` inputs and reads the `m` outputs at
+/// least (the guard and the tells, before any time of f's own), while the coloring's work
+/// comes again at each level left (`shift + 1` of them, the last included). A fixed bound of
+/// 64 per listed block alone sent rows of 24 random dependencies among 10^5 columns to one
+/// probe per column (about 10^5 evaluations), where refining takes under 2000: their lists
+/// are at least 48 blocks long (each dependency's block and its sibling).
+fn work_limit(listed: usize, unknown_cols: usize, (n, m): (usize, usize), shift: u32) -> u64 {
+    let fixed = 64 * (listed as u64) + 10_000_000;
+    let onehot = (unknown_cols as u64).saturating_mul((n + m) as u64);
+    fixed.max(onehot / (u64::from(shift) + 1))
+}
 
 /// The coloring work (the sum over rows of the square of their list lengths) up to which the
 /// last level takes a pass of iterated greedy. The pass saves a few probes (random 5 per row
