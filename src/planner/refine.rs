@@ -161,8 +161,9 @@
 //! * the last level's coloring would need at least as many probes as there are unknown columns
 //!   (or more than the cap leaves), or the coloring work (the sum over rows of the square of
 //!   their block count) is more than 64 per listed block and more than the probes it would
-//!   save cost (one per unknown column, each writing n inputs and reading m outputs) over the
-//!   levels left (`work_limit` in `refine/level.rs`).
+//!   save cost (one per unknown column, each writing n inputs, reading m outputs and running
+//!   f, at least one operation per known dependency) over the levels left (`work_limit` in
+//!   `refine/level.rs`).
 //!
 //! Under a cap, a trace of at most `2 ceil(log2 n) + 3` columns (n <= 11) starts with one probe
 //! per column: refining cannot do better there.

@@ -142,7 +142,10 @@ impl Refine {
             })
             .sum();
         drop(is_cand);
-        let too_much_work = work > work_limit(listed, unknown_cols, (self.n, self.m), shift);
+        // What one probe per column costs a probe at least: the inputs written, the outputs
+        // read, and f's one operation per dependency.
+        let per_probe = self.n + self.m + self.dep_idx.len();
+        let too_much_work = work > work_limit(listed, unknown_cols, per_probe, shift);
         if too_much_work || nblocks > P_FLAG as usize || k_idx.len() >= P_FLAG as usize {
             return Ok(Some(self.start_onehot()?));
         }
@@ -689,16 +692,18 @@ const QUIET_SAVING: usize = 4;
 /// [`Refine::plan_level`]) past which a level switches to one probe per column instead.
 ///
 /// Work up to 64 per listed block (plus a constant for small traces) is always taken. Past
-/// that the coloring is weighed against what it saves: one probe per each of the
-/// `unknown_cols` columns, each of which writes the `n` inputs and reads the `m` outputs at
-/// least (the guard and the tells, before any time of f's own), while the coloring's work
-/// comes again at each level left (`shift + 1` of them, the last included). A fixed bound of
-/// 64 per listed block alone sent rows of 24 random dependencies among 10^5 columns to one
-/// probe per column (about 10^5 evaluations), where refining takes under 2000: their lists
-/// are at least 48 blocks long (each dependency's block and its sibling).
-fn work_limit(listed: usize, unknown_cols: usize, (n, m): (usize, usize), shift: u32) -> u64 {
+/// that the coloring is weighed against what it saves: one probe for each of the
+/// `unknown_cols` columns, each costing `per_probe` at least (the planner passes n + m + the
+/// known dependencies: the guard writes the n inputs, the tells read the m outputs, and f
+/// takes at least one operation per dependency), while the coloring's work comes again at each
+/// level left (`shift + 1` of them, the last included). A fixed bound of 64 per listed block
+/// alone sent rows of 24 random dependencies among 10^5 columns to one probe per column (about
+/// 10^5 evaluations), where refining takes under 2000: their lists are at least 48 blocks long
+/// (each dependency's block and its sibling). With n + m alone, 32 a row among 2 x 10^4
+/// columns still went (20598 evaluations, 14.2 s with the synthetic f; refined: 2462, 5.9 s).
+fn work_limit(listed: usize, unknown_cols: usize, per_probe: usize, shift: u32) -> u64 {
     let fixed = 64 * (listed as u64) + 10_000_000;
-    let onehot = (unknown_cols as u64).saturating_mul((n + m) as u64);
+    let onehot = (unknown_cols as u64).saturating_mul(per_probe as u64);
     fixed.max(onehot / (u64::from(shift) + 1))
 }
 
