@@ -162,8 +162,9 @@
 //!   (or more than the cap leaves), or the coloring work (the sum over rows of the square of
 //!   their block count) is more than 64 per listed block and more than the probes it would
 //!   save cost (one per unknown column, each writing n inputs, reading m outputs and running
-//!   f, at least one operation per known dependency) over the levels left (`work_limit` in
-//!   `refine/level.rs`).
+//!   f, at least one operation per known dependency) over the levels left, or than 64 per
+//!   listed block alone when the candidates are more than the known dependencies account for
+//!   (`work_limit` in `refine/level.rs`).
 //!
 //! Under a cap, a trace of at most `2 ceil(log2 n) + 3` columns (n <= 11) starts with one probe
 //! per column: refining cannot do better there.
