@@ -52,6 +52,23 @@ fn assert_exact(truth: &Pattern, got: &Pattern, what: &str) {
     );
 }
 
+/// The payload strategy under `winner` traces `truth` exactly in fewer than `most` evaluations.
+fn assert_payload_exact_within(
+    truth: &Pattern,
+    winner: Winner,
+    seed: u64,
+    most: usize,
+    what: &str,
+) {
+    let p = run(truth, Strategy::Payload, winner, seed);
+    assert_exact(truth, &p, what);
+    assert!(
+        p.report.evaluations < most,
+        "{what}: {} evaluations",
+        p.report.evaluations
+    );
+}
+
 /// Under the default cap: at most the baseline plus `n + n / 8 + min(16, n / 4)` probes, no
 /// dependency missing, and every entry that is not a dependency of kind Assumed (kept because
 /// resolving it did not fit, or its row was recognised dense).
@@ -223,13 +240,7 @@ fn one_hot_costs_n_plus_one() {
 #[test]
 fn payload_is_sublinear_on_banded_patterns() {
     let truth = synthetic::banded(4096, 1);
-    let p = run(&truth, Strategy::Payload, Winner::Random, 3);
-    assert_exact(&truth, &p, "tridiagonal 4096");
-    assert!(
-        p.report.evaluations < 80,
-        "tridiagonal n = 4096 took {} evaluations",
-        p.report.evaluations
-    );
+    assert_payload_exact_within(&truth, Winner::Random, 3, 80, "tridiagonal n = 4096");
 }
 
 /// A black box whose NaNs come out with no payload (NAN_FACTS §1: the default NaN made
@@ -243,13 +254,7 @@ fn payload_without_tags_stays_sublinear_on_banded_patterns() {
     for (n, half) in [(20_000, 1), (5_000, 3)] {
         let truth = synthetic::banded(n, half);
         let what = format!("banded n = {n}, half-bandwidth {half}, no payloads");
-        let p = run(&truth, Strategy::Payload, Winner::Anonymous, 5);
-        assert_exact(&truth, &p, &what);
-        assert!(
-            p.report.evaluations < 120,
-            "{what}: {} evaluations",
-            p.report.evaluations
-        );
+        assert_payload_exact_within(&truth, Winner::Anonymous, 5, 120, &what);
     }
     // Patterns where blind refining does not pay still end within the cap.
     let truth = synthetic::random_sparse(2_000, 2_000, 5, 4);
@@ -270,22 +275,11 @@ fn long_block_lists_are_still_refined() {
     for (per_row, most) in [(24, 2_500), (32, 3_000)] {
         let truth = synthetic::random_sparse(20_000, 20_000, per_row, 42);
         let what = format!("random {per_row} per row, n = 20000");
-        let p = run(&truth, Strategy::Payload, Winner::Random, 1);
-        assert_exact(&truth, &p, &what);
-        assert!(
-            p.report.evaluations < most,
-            "{what}: {} evaluations",
-            p.report.evaluations
-        );
+        assert_payload_exact_within(&truth, Winner::Random, 1, most, &what);
     }
     let truth = synthetic::stencil_2d(141);
-    let p = run(&truth, Strategy::Payload, Winner::Anonymous, 2);
-    assert_exact(&truth, &p, "2-D stencil 141 x 141, no payloads");
-    assert!(
-        p.report.evaluations < 2_000,
-        "2-D stencil 141 x 141, no payloads: {} evaluations",
-        p.report.evaluations
-    );
+    let what = "2-D stencil 141 x 141, no payloads";
+    assert_payload_exact_within(&truth, Winner::Anonymous, 2, 2_000, what);
 }
 
 #[test]
