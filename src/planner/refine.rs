@@ -40,7 +40,12 @@
 //! capped at `2 q + 2` (q = most Q blocks of one row): patterns without locality (random
 //! sparse) make the hard-conflict graph nearly complete at every coarse level, and a capped,
 //! conflict-minimizing coloring still proves most zeros of every row, since a row is blocked only
-//! in the few colors holding its dependencies. After the step every surviving candidate block
+//! in the few colors holding its dependencies. Rows with many dependencies (at least 20 Q
+//! blocks) can still lose too many P blocks to hard conflicts under that cap: their candidates
+//! pile up for the last level, where every conflict is hard. When a coarse level's coloring
+//! leaves one in 8 of the listed blocks untested that way, the cap grows by a quarter for the
+//! levels after it (random 32 per row at n = 10^5: 2906 -> 2167 evaluations;
+//! `level.rs`, `grows_cap`). After the step every surviving candidate block
 //! is split in two (in four once the rows have settled: "Termination and cost"), parts
 //! without an unknown column are dropped, and the next level starts.
 //!
@@ -345,6 +350,8 @@ pub struct Refine {
     /// The entries a level lists from which its coloring counts over a sample of the lists
     /// (`sample.rs`): [`sample::SAMPLE_FROM`].
     sample_from: usize,
+    /// How many steps the coarse levels' palette cap has grown (`level.rs`, `grows_cap`).
+    cap_growth: usize,
 }
 
 impl Refine {
@@ -411,6 +418,7 @@ impl Refine {
                 false => usize::MAX,
             },
             sample_from: sample::SAMPLE_FROM,
+            cap_growth: 0,
         })
     }
 

@@ -72,6 +72,10 @@ pub(super) trait Conflicts {
     fn add(&mut self, r: usize, c: u32, p_flag: u32);
     /// The colors used so far.
     fn colors(&self) -> usize;
+    /// The hard conflicts the chosen colors held, weighted, summed over the blocks colored
+    /// so far: at a capped coarse level, the P blocks of rows that their probes cannot test
+    /// (a full palette gave each block the color with the fewest).
+    fn hard_taken(&self) -> u64;
 }
 
 /// The color for a block, from the first color with the fewest (hard, blind soft, soft)
@@ -81,6 +85,12 @@ pub(super) trait Conflicts {
 #[inline(always)]
 fn pick((key, c): (u128, usize), len: usize, cap: usize) -> Option<u32> {
     (key >> 32 == 0 || (len >= cap && key != u128::MAX)).then_some(c as u32)
+}
+
+/// The hard conflicts in a key ([`key`]).
+#[inline(always)]
+fn hard_of(key: u128) -> u64 {
+    (key >> 64) as u64
 }
 
 /// The three conflict counts as one key, hard first.
@@ -96,6 +106,8 @@ pub(super) struct Lists<'a> {
     seen: &'a mut [u32],
     /// Per color, its counts at [`HARD`], [`BLIND_SOFT`], [`SOFT`], [`UNUSED`].
     counts: Vec<[u32; 4]>,
+    /// [`Conflicts::hard_taken`].
+    taken: u64,
 }
 
 impl<'a> Lists<'a> {
@@ -105,6 +117,7 @@ impl<'a> Lists<'a> {
             lists,
             seen,
             counts: Vec::new(),
+            taken: 0,
         }
     }
 }
@@ -147,6 +160,7 @@ impl Conflicts for Lists<'_> {
             *k = [0; 4];
         }
         if let Some(c) = pick(best, self.counts.len(), cap) {
+            self.taken += hard_of(best.0);
             return Ok(Some(c));
         }
         push(&mut self.counts, [0; 4], "colors")?;
@@ -162,6 +176,10 @@ impl Conflicts for Lists<'_> {
 
     fn colors(&self) -> usize {
         self.counts.len()
+    }
+
+    fn hard_taken(&self) -> u64 {
+        self.taken
     }
 }
 
@@ -200,6 +218,8 @@ pub(super) struct Tallies<'a> {
     /// lanes, zero past the palette.
     counts: [[u32; TALLY_COLORS]; 4],
     len: usize,
+    /// [`Conflicts::hard_taken`].
+    taken: u64,
 }
 
 impl<'a> Tallies<'a> {
@@ -240,6 +260,7 @@ impl<'a> Tallies<'a> {
             tallies,
             counts: [[0; TALLY_COLORS]; 4],
             len: 0,
+            taken: 0,
         })
     }
 
@@ -329,6 +350,7 @@ impl Conflicts for Tallies<'_> {
         }
         self.counts = [[0; TALLY_COLORS]; 4];
         if let Some(c) = pick(best, self.len, cap) {
+            self.taken += hard_of(best.0);
             return Ok(Some(c));
         }
         self.len += 1;
@@ -343,6 +365,10 @@ impl Conflicts for Tallies<'_> {
 
     fn colors(&self) -> usize {
         self.len
+    }
+
+    fn hard_taken(&self) -> u64 {
+        self.taken
     }
 }
 
@@ -440,5 +466,11 @@ impl Conflicts for Masks<'_> {
 
     fn colors(&self) -> usize {
         self.len as usize
+    }
+
+    /// None: the last level's palette has no cap, every block takes a color free of hard
+    /// conflicts.
+    fn hard_taken(&self) -> u64 {
+        0
     }
 }

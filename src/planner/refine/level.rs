@@ -198,10 +198,9 @@ impl Refine {
         // quiet rows' candidates in the second coloring below). At coarse
         // levels the palette is capped: when the hard conflicts allow no proper coloring within
         // the cap, a block takes the color with the fewest conflicts.
-        let cap = if leaf {
-            usize::MAX
-        } else {
-            (2 * max_q + 2).max(4)
+        let cap = match leaf {
+            true => usize::MAX,
+            false => coarse_cap(max_q, self.cap_growth),
         };
         let mut color = filled(NONE, nblocks, "block colors")?;
         let by_block = (&t_ptr[..], &t_idx[..], scattered(&t_ptr, &t_idx, s));
@@ -211,7 +210,7 @@ impl Refine {
             && cap <= TALLY_COLORS
             && longest <= TALLY_MAX_LIST
             && k_idx.len() >= Tallies::space(rows);
-        let colors = if let Some(mut tallies) = tallied
+        let (colors, hard_taken) = if let Some(mut tallies) = tallied
             .then(|| Tallies::new(&lists, &mut k_idx, cap))
             .flatten()
         {
@@ -231,7 +230,7 @@ impl Refine {
             if runs.is_none() {
                 self.parked.set_masks(|r| Some(tallies.p_mask(r)));
             }
-            colors
+            (colors, tallies.hard_taken())
         } else {
             // What a block's rows already hold: row r's colored blocks so far, as color | P flag,
             // in its list up to its fill position (its block ids are no longer read once
@@ -243,7 +242,7 @@ impl Refine {
             let any_quiet = leaf && lists.iter().any(|l| l.2 & QUIET != 0);
             let quiet_first = any_quiet && self.all_quiet;
             // At the last level each pass tries masks first (`conflicts.rs`).
-            let mut colors = color_pass(
+            let (mut colors, hard_taken) = color_pass(
                 nonzero(&probed),
                 by_block,
                 (&mut lists, &mut seen),
@@ -266,7 +265,7 @@ impl Refine {
             let fits_u8 = |colors: usize| colors < u8::MAX as usize;
             if any_quiet && !quiet_first && colors > QUIET_SAVING && fits_u8(colors) {
                 keep_in_probed(&mut probed, &color);
-                let k = color_pass(
+                let (k, _) = color_pass(
                     nonzero(&probed),
                     by_block,
                     (&mut lists, &mut seen),
@@ -300,7 +299,7 @@ impl Refine {
                 let order = (1..=colors as u8)
                     .rev()
                     .flat_map(move |c| (0..nblocks).filter(move |&b| probed[b] == c));
-                colors = color_pass(
+                (colors, _) = color_pass(
                     order,
                     by_block,
                     (&mut lists, &mut seen),
@@ -318,8 +317,11 @@ impl Refine {
                     p_mask_of_list(&seen[(lists[r].0 & !P_FLAG) as usize..lists[r].1 as usize])
                 });
             }
-            colors
+            (colors, hard_taken)
         };
+        if !leaf && grows_cap(max_q, hard_taken, listed) {
+            self.cap_growth += 1;
+        }
         drop((t_ptr, t_idx, lists));
         if let Some(runs) = runs {
             // The runs' probes from their whole lists (a sample colors fewer lists).
@@ -723,6 +725,37 @@ fn work_limit(
     fixed.max(onehot / (u64::from(shift) + 1))
 }
 
+/// The palette's cap at a coarse level whose rows hold at most `max_q` Q blocks each: `2 q +
+/// 2` (at least 4), a quarter more for each step of `growth` ([`grows_cap`]). A row blocks
+/// only the colors holding its Q blocks, so twice as many leave most of its P blocks a color
+/// free of them.
+fn coarse_cap(max_q: usize, growth: usize) -> usize {
+    let base = (2 * max_q + 2).max(4);
+    base.saturating_add(base.saturating_mul(growth) / 4)
+}
+
+/// The fewest Q blocks of a row for which the cap may grow ([`grows_cap`]).
+const GROW_CAP_FROM_Q: usize = 20;
+
+/// The part of a level's listed blocks which, left untested by hard conflicts, makes the cap
+/// grow: one in this many ([`grows_cap`]).
+const GROW_CAP_WASTE: u64 = 8;
+
+/// Whether the cap grows a step for the levels after this coarse one ([`coarse_cap`]): its
+/// rows hold at least [`GROW_CAP_FROM_Q`] Q blocks, and the hard conflicts its full palette
+/// made the blocks take (`hard_taken`: P blocks sharing a probe with a Q block of their row,
+/// so untested for it) pass one in [`GROW_CAP_WASTE`] of the `listed` blocks.
+///
+/// An untested P block stays a candidate and is split with the rest: under too short a cap
+/// the candidates grow level after level, and the last level, where every conflict is hard,
+/// pays for them (random 24 per row at n = 2 x 10^4: 84 blocks a row there and 905 probes,
+/// against 50 probes a coarse level). Growing the cap costs probes at every level left, and it
+/// pays only for rows with many dependencies (random 16 per row at n = 10^5: 745 -> 876
+/// evaluations when allowed; 20 per row 1390 -> 1108, 24 1837 -> 1512, 32 2906 -> 2167).
+fn grows_cap(max_q: usize, hard_taken: u64, listed: usize) -> bool {
+    max_q >= GROW_CAP_FROM_Q && hard_taken.saturating_mul(GROW_CAP_WASTE) > listed as u64
+}
+
 /// The coloring work (the sum over rows of the square of their list lengths) up to which the
 /// last level takes a pass of iterated greedy. The pass saves a few probes (random 5 per row
 /// n = 10^5: 28 -> 24) and costs as much as the coloring: past this, about 30 ms, it costs a
@@ -816,7 +849,8 @@ fn color_blocks(
 /// One coloring pass of the probed blocks in `order` with rows keeping lists
 /// ([`color_blocks`]; `lists` from their starts on, `seen` their space); at the last level
 /// with masks first, and with lists again when they cannot hold the colors (`conflicts.rs`).
-/// The coloring is the same either way.
+/// The coloring is the same either way. Returns the number of colors and the hard conflicts
+/// the capped palette made the blocks take ([`Conflicts::hard_taken`]).
 fn color_pass(
     order: impl Iterator<Item = usize> + Clone,
     by_block: (&[u32], &[u32], bool),
@@ -824,7 +858,7 @@ fn color_pass(
     color: &mut [u32],
     (leaf, quiet): (bool, bool),
     cap: usize,
-) -> Result<usize> {
+) -> Result<(usize, u64)> {
     if leaf {
         // Masks, when the lists' space holds them; the order is walked again if they give up.
         if let Some(mut masks) = Masks::new(lists, seen) {
@@ -837,7 +871,7 @@ fn color_pass(
                 cap,
             )?;
             if let Some(k) = k {
-                return Ok(k);
+                return Ok((k, masks.hard_taken()));
             }
         }
         // The last level's passes after the first fill the lists again from their starts (a
@@ -846,7 +880,7 @@ fn color_pass(
     }
     let mut with_lists = Lists::new(lists, seen);
     let k = color_blocks(order, by_block, &mut with_lists, color, (leaf, quiet), cap)?;
-    any_count(k)
+    Ok((any_count(k)?, with_lists.hard_taken()))
 }
 
 /// The colors of a pass whose rows hold any number of them (lists; tallies under their cap).
@@ -1045,7 +1079,7 @@ mod tests {
         for case in 0..40 {
             let (rows, nblocks) = (50 + rng.below(400), 20 + rng.below(300));
             let max_q = rng.below(8);
-            let cap = (2 * max_q + 2).max(4);
+            let cap = coarse_cap(max_q, 0);
             let (lists, mut seen, t_ptr, t_idx) = random_lists(&mut rng, rows, nblocks, max_q);
             let far = case % 2 == 0;
             let by_block = (&t_ptr[..], &t_idx[..], far);
@@ -1143,7 +1177,8 @@ mod tests {
                     (true, quiet),
                     usize::MAX,
                 )
-                .unwrap();
+                .unwrap()
+                .0;
                 assert_eq!((got, &color), (k, &expected), "case {case}, quiet {quiet}");
                 // Masks hold 63 colors (0 to 62): a pass of more went back to lists.
                 match k <= 63 {
