@@ -47,8 +47,22 @@ fn main() {
     }
     let p = s.finish().unwrap();
     let exact = p.col_idx() == truth.col_idx() && p.row_ptr() == truth.row_ptr();
+    // Entries of f the pattern lacks (a miss) and entries it holds that f lacks.
+    let missing: usize = (0..m)
+        .map(|i| {
+            truth
+                .row(i)
+                .iter()
+                .filter(|&&j| !p.contains(i, j as usize))
+                .count()
+        })
+        .sum();
+    let extra = p.nnz() + missing - truth.nnz();
     println!(
-        "evaluations {} exact {exact} steps {:?}",
+        "evaluations {} exact {exact} missing {missing} extra {extra} steps {:?}",
         p.report.evaluations, steps
     );
+    if std::env::var_os("REPORT").is_some() {
+        println!("{:?}", p.report);
+    }
 }
