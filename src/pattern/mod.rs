@@ -222,9 +222,10 @@ impl Pattern {
         })
     }
 
-    /// This pattern with only the rows `keep` accepts (the others empty), entries of kind
+    /// This pattern with only the rows `keep` accepts (given each row's index and columns; the
+    /// others empty), entries of kind
     /// [`EntryKind::Traced`], no report. O(nnz + m), without an intermediate copy.
-    pub(crate) fn keep_rows(&self, keep: impl Fn(&[u32]) -> bool) -> Result<Pattern> {
+    pub(crate) fn keep_rows(&self, keep: impl Fn(usize, &[u32]) -> bool) -> Result<Pattern> {
         let mut row_ptr = Vec::new();
         reserve(&mut row_ptr, self.m + 1, "row pointers")?;
         row_ptr.push(0);
@@ -232,7 +233,7 @@ impl Pattern {
         reserve(&mut col_idx, self.nnz(), "pattern columns")?;
         for i in 0..self.m {
             let row = self.row(i);
-            if keep(row) {
+            if keep(i, row) {
                 col_idx.extend_from_slice(row);
             }
             row_ptr.push(col_idx.len());
