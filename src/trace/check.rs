@@ -32,7 +32,7 @@
 //! many colors as there are columns, and the check would cost two evaluations a column. When
 //! the check would cost more than one probe per column, the light rows holding assumed entries
 //! leave it if the other rows then need fewer colors, and every zero they claim is kept as an
-//! assumed entry too ([`Check::into_pattern`]): no zero is reported unchecked (200 x 400 with
+//! assumed entry too (`Check::into_pattern`): no zero is reported unchecked (200 x 400 with
 //! 20% of the entries: 850 evaluations, 800 of them the check, before; 50 now).
 //!
 //! A single-precision black box (or a double one whose tags come back through a float: REAL*4
