@@ -151,11 +151,12 @@
 //! (below), those probes hold each of its columns alone as well, and the outcomes resolve
 //! them as any row's: only the columns no such probe held stay assumed (200 x 400 with 10% of
 //! the entries: 54150 assumed entries, all zeros, before; none now, and the check of the exact
-//! pattern 266 evaluations instead of 800). A row whose known dependencies sit in 3/4 of at least 8 of its
-//! blocks (dense at this scale) is left out of the coloring at coarse levels even before that:
-//! it would make every block conflict with every other; its blocks are tested only in probes
-//! holding none of its known dependencies. Without a cap (`usize::MAX`) no row is recognised
-//! dense.
+//! pattern 266 evaluations instead of 800). A row whose known dependencies sit in 3/4 of at
+//! least 8 of its blocks (dense at this scale) is left out of the coloring at coarse levels
+//! even before that: it would make every block conflict with every other; its blocks are
+//! tested only in probes holding none of its known dependencies. Without a cap (`usize::MAX`)
+//! no row is recognised dense. A pattern whose rows were recognised dense can be nearly dense:
+//! the check then leaves them out (`trace/check.rs`).
 //!
 //! # The cap, and falling back to one probe per column
 //!
