@@ -420,6 +420,43 @@ fn a_nearly_dense_pattern_is_not_checked_at_two_evaluations_a_column() {
     assert!(p.report.assumed > 0);
 }
 
+/// The rows the check leaves out are those holding assumed entries; the others keep their
+/// check: beside 200 rows recognised dense, a row whose dependency hides behind an absorbing
+/// `fmax` at x0 is still found by the check and traced again.
+#[test]
+fn rows_left_out_of_the_check_leave_the_others_checked() {
+    let (m, n) = (201, 400);
+    let mut rng = nanprop::rng::Rng::new(7);
+    let truth = synthetic::from_rows(m - 1, n, |_, r| {
+        r.extend((0..n).filter(|_| rng.below(100) < 20))
+    });
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        for (i, yi) in y.iter_mut().enumerate().take(m - 1) {
+            *yi = truth.row(i).iter().map(|&j| x[j as usize]).sum();
+        }
+        // fmax(NaN, 0) = 0: x_5's NaN is absorbed at x_5 = 0.
+        y[m - 1] = x[5].max(0.0) + x[7];
+        Ok::<(), i32>(())
+    };
+    let mut x0: Vec<f64> = (0..n).map(|j| 0.5 + 0.01 * j as f64).collect();
+    x0[5] = 0.0;
+    let p = trace(&mut f, m, &x0, &TraceOptions::default()).unwrap();
+    for i in 0..m - 1 {
+        for &j in truth.row(i) {
+            assert!(p.contains(i, j as usize), "lost ({i}, {j})");
+        }
+    }
+    assert!(p.report.assumed > 0, "no row recognised dense");
+    assert_eq!(p.row(m - 1), &[5, 7]);
+    let k = p.row_ptr()[m - 1];
+    assert_eq!(p.kinds()[k], EntryKind::Perturbation);
+    assert!(
+        p.report.evaluations <= n + 1,
+        "{} evaluations",
+        p.report.evaluations
+    );
+}
+
 /// The strict one-hot bound: a budget of n + 1 covers the guard too. On a problem this small
 /// the check does not fit whole; the zeros it could not check are kept as possible
 /// dependencies, never reported as zeros, so nothing the absorbing guard hides is lost.
