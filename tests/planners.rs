@@ -289,9 +289,10 @@ fn long_block_lists_are_still_refined() {
 /// (their dependencies pass 1/64 of the probes the cap leaves) and their unknown columns kept
 /// as assumed; when the trace then finishes with one probe per column, those probes test the
 /// dense rows' columns alone too. Their outcomes were told and then dropped: 200 x 400 with
-/// each entry present with probability 5% or 10% came back with 14119 and 54150 assumed entries
-/// that were zeros, and the check of that near-dense pattern cost 2 evaluations per column.
-/// The zeros those probes proved are zeros now: the pattern exact, no entry assumed.
+/// each entry present with probability 5% or 10% came back with assumed entries that were
+/// zeros (14119 and 54150 in the `steps` example, whose check of the 10% pattern then cost
+/// 800 evaluations, 2 a column). The zeros those probes proved are zeros now: the pattern
+/// exact, no entry assumed.
 #[test]
 fn dense_rows_take_the_outcomes_of_one_probe_per_column() {
     for percent in [5, 10] {

@@ -244,14 +244,7 @@ impl Check {
                 held += n - row.len();
                 let mut zero = Vec::new();
                 reserve(&mut zero, n - row.len(), "a heavy row's zeros")?;
-                let mut next = row.iter().peekable();
-                for j in 0..n as u32 {
-                    if next.peek() == Some(&&j) {
-                        next.next();
-                    } else {
-                        zero.push(j);
-                    }
-                }
+                zero.extend(zeros_of(row, n)); // within the room reserved
                 push(&mut classes, zero, "check classes")?;
                 push(&mut heavy, i as u32, "heavy rows")?;
                 direct.set(i, true);
@@ -348,17 +341,12 @@ impl Check {
             .iter_ones()
             .filter(|&i| baseline[i].is_finite())
         {
-            let row = self.pattern.row(i);
-            let mut next = row.iter().peekable();
-            for j in 0..n as u32 {
-                match next.next_if_eq(&&j) {
-                    Some(_) => {}
-                    None => push(
-                        &mut kept,
-                        (i as u32, j, EntryKind::Assumed),
-                        "unchecked entries",
-                    )?,
-                }
+            for j in zeros_of(self.pattern.row(i), n) {
+                push(
+                    &mut kept,
+                    (i as u32, j, EntryKind::Assumed),
+                    "unchecked entries",
+                )?;
             }
         }
         if kept.is_empty() {
@@ -578,6 +566,12 @@ impl Test<'_> {
             }
         }
     }
+}
+
+/// The columns below `n` that `row` (increasing) does not hold: the zeros it claims.
+fn zeros_of(row: &[u32], n: usize) -> impl Iterator<Item = u32> + '_ {
+    let mut next = row.iter().peekable();
+    (0..n as u32).filter(move |j| next.next_if_eq(&j).is_none())
 }
 
 /// The median of `|v|` over the finite values of `v`, within a factor of 2 (a power of 2):
