@@ -457,6 +457,79 @@ fn rows_left_out_of_the_check_leave_the_others_checked() {
     );
 }
 
+type Blind = Box<dyn FnMut(&[f64], &mut [f64]) -> Result<(), i32>>;
+
+/// A nearly dense black box whose NaNs lose their payloads (made anew inside, NAN_FACTS §1):
+/// 149 rows with 60% of 300 columns each, traced one probe per column, exact, and two sparse
+/// rows, one of whose dependencies (x_5) hides behind an absorbing `fmax` at x0.
+fn blind_nearly_dense() -> (Pattern, Blind) {
+    let (m, n) = (151, 300);
+    let mut rng = nanprop::rng::Rng::new(7);
+    let truth = synthetic::from_rows(m - 2, n, |_, r| {
+        r.extend((0..n).filter(|_| rng.below(100) < 60))
+    });
+    let dense = truth.clone();
+    let f = move |x: &[f64], y: &mut [f64]| {
+        for (i, yi) in y.iter_mut().enumerate().take(m - 2) {
+            let s: f64 = dense.row(i).iter().map(|&j| x[j as usize]).sum();
+            *yi = if s.is_nan() { f64::NAN } else { s };
+        }
+        // fmax(NaN, 0) = 0: x_5's NaN is absorbed at x_5 = 0.
+        y[m - 2] = x[5].max(0.0) + x[7];
+        y[m - 1] = x[11] * x[12];
+        Ok(())
+    };
+    (truth, Box::new(f))
+}
+
+/// A check whose coloring compresses nothing is not made when no budget is set: its 2 chi
+/// evaluations (about 2 n) would pay back only after hundreds of Jacobians, each costing about
+/// n on the checked pattern too. The long rows leave it and keep their zeros as assumed
+/// entries; the sparse rows are still checked, so the dependency the `fmax` hides is found by
+/// perturbation. With `max_evaluations = usize::MAX` the whole pattern is checked.
+#[test]
+fn a_check_that_compresses_nothing_is_left_to_the_sparse_rows() {
+    let (m, n) = (151, 300);
+    let mut x0: Vec<f64> = (0..n).map(|j| 0.5 + 0.01 * j as f64).collect();
+    x0[5] = 0.0;
+    let (truth, mut f) = blind_nearly_dense();
+    let p = trace(&mut f, m, &x0, &TraceOptions::default()).unwrap();
+    // One probe per column after the coarse steps' allowance, the sparse rows' check and the
+    // re-trace of the row that fails it (365 when written).
+    assert!(
+        p.report.evaluations <= n + n / 8 + 16 + 1 + 64,
+        "{} evaluations",
+        p.report.evaluations
+    );
+    let kinds = p.kinds();
+    for i in 0..m - 2 {
+        for &j in truth.row(i) {
+            assert!(p.contains(i, j as usize), "lost ({i}, {j})");
+        }
+        let (a, b) = (p.row_ptr()[i], p.row_ptr()[i + 1]);
+        for (&j, &kind) in p.row(i).iter().zip(&kinds[a..b]) {
+            if !truth.contains(i, j as usize) {
+                assert_eq!(kind, EntryKind::Assumed, "({i}, {j})");
+            }
+        }
+    }
+    assert!(p.report.assumed > 0);
+    assert_eq!(p.row(m - 2), &[5, 7]);
+    assert_eq!(p.kinds()[p.row_ptr()[m - 2]], EntryKind::Perturbation);
+    assert_eq!(p.row(m - 1), &[11, 12]);
+    // Asked for the exact pattern: every zero checked, at two evaluations a color.
+    let exact = TraceOptions {
+        max_evaluations: usize::MAX,
+        ..Default::default()
+    };
+    let (_, mut f) = blind_nearly_dense();
+    let q = trace(&mut f, m, &x0, &exact).unwrap();
+    assert_eq!(q.report.assumed, 0);
+    assert_eq!(q.nnz(), truth.nnz() + 4);
+    assert!(q.report.evaluations > 2 * n, "{}", q.report.evaluations);
+    assert!(2 * p.report.evaluations < q.report.evaluations);
+}
+
 /// The strict one-hot bound: a budget of n + 1 covers the guard too. On a problem this small
 /// the check does not fit whole; the zeros it could not check are kept as possible
 /// dependencies, never reported as zeros, so nothing the absorbing guard hides is lost.

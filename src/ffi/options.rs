@@ -51,7 +51,9 @@ pub struct nanprop_options {
     pub chunk_size: usize,
     /// Most evaluations of f at each point, the baseline included. 0 (default): no budget; the
     /// payload strategy asks at most n NaN probes (rows recognised dense are kept as
-    /// NANPROP_ENTRY_ASSUMED) and the guard adds its check. SIZE_MAX: no limit at all. Another
+    /// NANPROP_ENTRY_ASSUMED) and the guard adds its check, but for rows of n / 8 entries or
+    /// more where its coloring would compress nothing and n >= 64 (their zeros:
+    /// NANPROP_ENTRY_ASSUMED). SIZE_MAX: no limit at all, every zero checked (exact). Another
     /// value: a budget on everything, guard included (n + 1: the strict one-hot bound); what
     /// it leaves unresolved or unchecked is kept (`nanprop_pattern_unresolved`).
     pub max_evaluations: usize,

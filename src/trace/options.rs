@@ -60,9 +60,13 @@ pub struct TraceOptions {
     ///   count; rows recognised dense are kept as [`crate::EntryKind::Assumed`]), and the guard
     ///   adds its check (`2 chi` evaluations, chi colors of the traced pattern) and the verified
     ///   re-trace of rows where a NaN was absorbed. On the benchmark families the whole trace
-    ///   stays below n + 1; on small problems (n below about 50) the guard can take it past.
-    /// * `usize::MAX`: no limit at all (the payload planner is not capped either: exact, with no
-    ///   row assumed dense).
+    ///   stays below n + 1; on small problems (n below about 50) the guard can take it past. A
+    ///   check whose coloring compresses (nearly) nothing, which would pay back only after
+    ///   hundreds of Jacobians, is left to the rows with fewer than n / 8 entries (from n = 64
+    ///   on); the zeros of the others are kept as [`crate::EntryKind::Assumed`]
+    ///   (`crate::trace::check`, `CHECK_PAYBACK`).
+    /// * `usize::MAX`: no limit at all (the payload planner is not capped either, and the whole
+    ///   pattern is checked: exact, with no entry assumed).
     /// * any other value: a budget on everything, guard included (n + 1 gives the strict
     ///   one-hot bound). What it leaves unresolved, or claimed zero but unchecked, is kept as
     ///   [`crate::EntryKind::Unresolved`], and [`crate::TraceReport::budget_exhausted`] is set.

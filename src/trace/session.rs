@@ -349,7 +349,6 @@ impl TraceSession {
         }
     }
 
-    /// The most evaluations this trace may make: the caller's budget, or one-hot's n + 1.
     /// The most evaluations this trace may make: the caller's budget, or none.
     fn cap(&self) -> usize {
         match self.options.max_evaluations {
@@ -500,7 +499,10 @@ impl TraceSession {
                 if self.report.via_float > 0 {
                     self.check_precision = Precision::Single;
                 }
-                let mut check = Check::new(pattern)?.for_precision(self.check_precision);
+                // With no budget set, a check that compresses nothing is weighed against the
+                // Jacobians to come (`check.rs`, `CHECK_PAYBACK`).
+                let weigh = self.options.max_evaluations == 0;
+                let mut check = Check::new(pattern, weigh)?.for_precision(self.check_precision);
                 if !check.claims_any(&self.baseline) {
                     // Every traced row depends on every input: no zero to check.
                     self.stage = Stage::Checked(Box::new(check.pattern));
@@ -1152,7 +1154,8 @@ impl TraceSession {
                     Some((first, rows)) => first.with_rows_from(&traced, &rows)?,
                     // The cap stopped the NaN trace before its check: its zeros are unchecked.
                     None if self.options.verify => {
-                        Check::new(traced)?.into_pattern(&self.baseline, EntryKind::Unresolved)?
+                        let check = Check::new(traced, false)?;
+                        check.into_pattern(&self.baseline, EntryKind::Unresolved)?
                     }
                     None => traced,
                 }
