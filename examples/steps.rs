@@ -29,7 +29,14 @@ fn main() {
     let (n, m) = (truth.cols(), truth.rows());
     let x0 = vec![1.0; n];
     let mut s = TraceSession::new(n, m, &x0, &TraceOptions::default()).unwrap();
-    let mut f = Synthetic::new(&truth, Winner::Random, 1);
+    // WINNER=smallest|largest|anonymous: which tagged NaN survives (random by default).
+    let winner = match std::env::var("WINNER").as_deref() {
+        Ok("smallest") => Winner::Smallest,
+        Ok("largest") => Winner::Largest,
+        Ok("anonymous") => Winner::Anonymous,
+        _ => Winner::Random,
+    };
+    let mut f = Synthetic::new(&truth, winner, 1);
     let mut ev = Guarded::new(n, m).unwrap();
     let mut steps = vec![];
     loop {
