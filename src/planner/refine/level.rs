@@ -127,6 +127,7 @@ impl Refine {
             longest,
             max_clique,
             listed_p,
+            blind_rows,
         } = listing;
         self.parked.spans = spans;
         self.parked.listed_p = listed_p;
@@ -200,7 +201,17 @@ impl Refine {
         // the cap, a block takes the color with the fewest conflicts.
         let cap = match leaf {
             true => usize::MAX,
-            false => coarse_cap(max_q, self.cap_growth),
+            false => {
+                // Blind rows' blocks apart, within what the coarse allowance leaves for each
+                // level to come (`blind_palette`).
+                let allowance = unknown_cols / SPEND_DIVISOR + SPEND_SLACK.min(self.n / 4);
+                let per_level = allowance.saturating_sub(self.spent) / (shift as usize + 1);
+                let blind = match blind_rows > 0 {
+                    true => blind_palette(&lists)?.min(per_level),
+                    false => 0,
+                };
+                coarse_cap(max_q, self.cap_growth).max(blind)
+            }
         };
         let mut color = filled(NONE, nblocks, "block colors")?;
         let by_block = (&t_ptr[..], &t_idx[..], scattered(&t_ptr, &t_idx, s));
@@ -474,6 +485,8 @@ impl Refine {
         let (mut max_q, mut work) = (0usize, 0u64);
         // The longest row list: whether the coloring may keep tallies (`conflicts.rs`).
         let mut longest = 0usize;
+        // Rows with no Q block among their blocks ([`blind_palette`]).
+        let mut blind_rows = 0usize;
         // The most blocks one row makes pairwise conflict at the last level: its P blocks and
         // one Q block.
         let mut max_clique = 0usize;
@@ -604,6 +617,7 @@ impl Refine {
             work += (len * len) as u64;
             listed += len;
             let blind = if q == 0 { P_FLAG } else { 0 };
+            blind_rows += usize::from(q == 0);
             // The same list as the row before (a band's rows inside one block, at every level
             // but the finest): one more row of weight for that list.
             // A quiet row at the last level: its candidates may share a probe.
@@ -635,6 +649,7 @@ impl Refine {
         (out.lists, out.k_idx, out.suspected) = (lists, k_idx, suspected);
         (out.listed, out.work, out.max_q) = (listed, work, max_q);
         (out.longest, out.max_clique) = (longest, max_clique);
+        out.blind_rows = blind_rows;
         Ok(out)
     }
 
@@ -710,7 +725,8 @@ const QUIET_SAVING: usize = 4;
 /// the weighing apply: rows with no known dependency (no payload came back) keep candidates
 /// that no dependency bounds, and refining them further under the weighing held 3.3x the
 /// memory (blind random 12 per row at n = 2 x 10^4: 198 against 60 MB) to end in one probe
-/// per column all the same.
+/// per column all the same (under a palette of 4 for blind rows; with [`blind_palette`] that
+/// trace refines to the end: 649 evaluations).
 fn work_limit(
     listed: usize,
     (unknown_cols, per_probe): (usize, usize),
@@ -732,6 +748,53 @@ fn work_limit(
 fn coarse_cap(max_q: usize, growth: usize) -> usize {
     let base = (2 * max_q + 2).max(4);
     base.saturating_add(base.saturating_mul(growth) / 4)
+}
+
+/// The part of the blind rows whose lists may be longer than the one [`blind_palette`] sizes
+/// the palette by: one in this many (a dense row's long list does not set it).
+const BLIND_TAIL: u64 = 64;
+
+/// Lists longer than this count as this long in [`blind_palette`].
+const BLIND_LONGEST: usize = 1 << 12;
+
+/// The palette a coarse level gives its blind rows (no known dependency among their blocks:
+/// no payload came back): half the blocks of a blind row's list, the length at which all but
+/// one in [`BLIND_TAIL`] of those lists end (weighted by the rows sharing a list). `lists`:
+/// the listing's lists with the end sentinel. The caller bounds it by what the coarse
+/// allowance leaves for each level to come.
+///
+/// A blind row has no Q block, so nothing but its soft conflicts keeps its blocks apart: two
+/// of them in one probe are both kept when it changes. Its blocks are its dependencies' blocks
+/// and their siblings; a sibling is proven zero only in a probe holding none of the others
+/// that hold a dependency. Under a palette of 4 (the coarse cap of rows without Q blocks) a
+/// row with more than two such blocks kept its siblings level after level, and the last level,
+/// where every conflict is hard, paid for them: payloads lost, the 5-point stencil on a 141 x
+/// 141 grid took 768 probes there (833 evaluations in all; now 115), random 5 per row at
+/// n = 2 x 10^4 went to one probe per column (20055; now 215). Half the list is measured
+/// against three quarters and the whole list (the fingerprint suite's blind traces: 231762,
+/// 232134 and 233090 evaluations, from 528510), and the tail against the longest list (a dense
+/// row's list sent small traces to one probe per column).
+fn blind_palette(lists: &[(u32, u32, u32)]) -> Result<usize> {
+    let mut count = filled(0u64, BLIND_LONGEST + 1, "list lengths")?;
+    let mut total = 0u64;
+    for pair in lists.windows(2) {
+        let (start, next) = (pair[0].0, pair[1].0 & !P_FLAG);
+        if start & P_FLAG == 0 {
+            continue;
+        }
+        let len = ((next - (start & !P_FLAG)) as usize).min(BLIND_LONGEST);
+        let weight = u64::from(pair[0].2 & !QUIET);
+        count[len] += weight;
+        total += weight;
+    }
+    let mut longer = total;
+    for (len, &c) in count.iter().enumerate() {
+        longer -= c;
+        if longer * BLIND_TAIL <= total {
+            return Ok(len / 2);
+        }
+    }
+    Ok(BLIND_LONGEST / 2)
 }
 
 /// The fewest Q blocks of a row for which the cap may grow ([`grows_cap`]).
@@ -912,13 +975,14 @@ struct Listing {
     spans: Vec<(u32, u32, u64)>,
     /// The length of all rows' lists; the coloring work; the most Q blocks of a row; the
     /// longest list; the most blocks one row makes conflict at the last level; parked rows'
-    /// P blocks.
+    /// P blocks; rows with no Q block.
     listed: usize,
     work: u64,
     max_q: usize,
     longest: usize,
     max_clique: usize,
     listed_p: usize,
+    blind_rows: usize,
 }
 
 impl Listing {
@@ -973,6 +1037,7 @@ impl Listing {
         self.work += next.work;
         self.max_q = self.max_q.max(next.max_q);
         self.longest = self.longest.max(next.longest);
+        self.blind_rows += next.blind_rows;
         self.max_clique = self.max_clique.max(next.max_clique);
         self.listed_p += next.listed_p;
         Ok(())
