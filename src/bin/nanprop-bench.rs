@@ -78,11 +78,13 @@ struct Row {
     verified: Option<usize>,
 }
 
-fn measure(family: &str, truth: &Pattern, strategy: Strategy) -> Row {
+/// One trace of `truth` with `strategy`, the synthetic black box's tagged NaNs surviving as
+/// `winner` says (`Winner::Anonymous`: none, the black box makes its own NaNs).
+fn measure(family: &str, truth: &Pattern, strategy: Strategy, winner: Winner) -> Row {
     let x0: Vec<f64> = (0..truth.cols())
         .map(|j| 1.0 + (j % 7) as f64 * 0.1)
         .collect();
-    let mut f = Synthetic::new(truth, Winner::Random, 1);
+    let mut f = Synthetic::new(truth, winner, 1);
     // The tracer's own cost: verification (on by default, one more evaluation per probe) is
     // measured separately, in `verified`.
     let options = TraceOptions {
@@ -99,7 +101,7 @@ fn measure(family: &str, truth: &Pattern, strategy: Strategy) -> Row {
     let peak = PEAK.load(Relaxed) - before;
     let exact = p.row_ptr() == truth.row_ptr() && p.col_idx() == truth.col_idx();
     let verified = (strategy == Strategy::Payload).then(|| {
-        let mut f = Synthetic::new(truth, Winner::Random, 1);
+        let mut f = Synthetic::new(truth, winner, 1);
         let options = TraceOptions {
             verify: true,
             ..options.clone()
@@ -635,16 +637,26 @@ fn main() {
     if let Some(only) = &only {
         cases.retain(|(name, t)| format!("{name} {}", t.cols()).contains(only.as_str()));
     }
-    for (title, strategy) in [
-        ("one-hot", Strategy::OneHot),
-        ("chunked (8 inputs per probe)", Strategy::Chunked),
-        ("payload (default)", Strategy::Payload),
+    // The last table: a black box that makes its own NaNs (no payload comes back, NAN_FACTS
+    // §1), up to n = 10^4 (its arrowhead takes one probe per column).
+    let blind = "payload (default), NaNs without payloads (the black box makes its own)";
+    for (title, strategy, winner) in [
+        ("one-hot", Strategy::OneHot, Winner::Random),
+        (
+            "chunked (8 inputs per probe)",
+            Strategy::Chunked,
+            Winner::Random,
+        ),
+        ("payload (default)", Strategy::Payload, Winner::Random),
+        (blind, Strategy::Payload, Winner::Anonymous),
     ] {
         let rows: Vec<Row> = cases
             .iter()
-            .filter(|(_, t)| strategy == Strategy::Payload || t.cols() <= 10_000)
+            .filter(|(_, t)| {
+                (strategy == Strategy::Payload && winner != Winner::Anonymous) || t.cols() <= 10_000
+            })
             .map(|(name, truth)| {
-                let row = measure(name, truth, strategy);
+                let row = measure(name, truth, strategy, winner);
                 eprintln!(
                     "{title}: {name} n = {} done ({} evaluations)",
                     row.n, row.evaluations

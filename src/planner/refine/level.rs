@@ -771,9 +771,9 @@ const BLIND_LONGEST: usize = 1 << 12;
 /// where every conflict is hard, paid for them: payloads lost, the 5-point stencil on a 141 x
 /// 141 grid took 768 probes there (833 evaluations in all; now 115), random 5 per row at
 /// n = 2 x 10^4 went to one probe per column (20055; now 215). Half the list is measured
-/// against three quarters and the whole list (the fingerprint suite's blind traces: 231762,
-/// 232134 and 233090 evaluations, from 528510), and the tail against the longest list (a dense
-/// row's list sent small traces to one probe per column).
+/// against three quarters and the whole list (the fingerprint suite, whose blind traces alone
+/// change: 231762, 232134 and 233090 evaluations in all, from 528510), and the tail against
+/// the longest list (a dense row's list sent small traces to one probe per column).
 fn blind_palette(lists: &[(u32, u32, u32)]) -> Result<usize> {
     let mut count = filled(0u64, BLIND_LONGEST + 1, "list lengths")?;
     let mut total = 0u64;
