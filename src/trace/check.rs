@@ -104,11 +104,12 @@ pub fn heavy_row(p: &Pattern) -> usize {
 const SMALL_COLORING_WORK: u64 = 1 << 20;
 
 /// Jacobians a check may take to pay for itself: when the caller set no budget, a check whose
-/// `2 chi` evaluations would pay back only after more Jacobians than this is not made, and the
-/// zeros it would have checked are kept as assumed entries (the module docs).
+/// `2 chi` evaluations would pay back only after more Jacobians than this is left to the rows
+/// of fewer than n / 8 entries, and the zeros the others claim are kept as assumed entries (the
+/// module docs).
 pub const CHECK_PAYBACK: usize = 256;
 
-/// Columns from which [`CHECK_PAYBACK`] applies: below, a check costs at most a few hundred
+/// Columns from which [`CHECK_PAYBACK`] applies: below, a check costs fewer than 128
 /// evaluations, and a small problem keeps its whole guard (an absorbed NaN is reported found by
 /// perturbation, not assumed).
 pub const CHECK_PAYBACK_FROM: usize = 64;
