@@ -68,7 +68,8 @@ pub(crate) struct TraceFlags {
     #[arg(long, default_value_t = 8)]
     pub(crate) chunk_size: usize,
     /// Most evaluations, baseline included: "auto" (default: at most n NaN probes, dense rows
-    /// assumed, plus the guard's check), "none" (no limit), or a number (a budget on
+    /// assumed, plus the guard's check, which leaves long rows out where it would compress
+    /// nothing), "none" (no limit, every zero checked), or a number (a budget on
     /// everything; what is unresolved or unchecked then is kept as possible).
     #[arg(long, default_value = "auto", value_parser = evaluation_cap)]
     pub(crate) max_evaluations: usize,
