@@ -55,7 +55,7 @@
 //! `2 chi` evaluations, and the re-trace only where a NaN was absorbed (or a row kinks or curves
 //! strongly along a traced input).
 
-use crate::coloring::{self, ColoringOptions, Order};
+use crate::coloring::{self, Coloring, ColoringOptions, Order};
 use crate::error::{copied, filled, push, reserve, reserve_exact, zero_bits, Result};
 use crate::halves::{both, halfway, HALVES_MIN_WORK};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
@@ -222,14 +222,7 @@ impl Check {
                 unchecked.set(i, true);
             }
             if unchecked.any() {
-                let checked = |i: usize, row: &[u32]| is_light(row) && !unchecked[i];
-                let rest = pattern.keep_rows(checked)?;
-                let mut other = coloring::color(&rest, &ColoringOptions::default())?;
-                if !(0..m).any(|i| checked(i, pattern.row(i))) {
-                    // No row left to check: no class (no column has a color).
-                    other.num_colors = 0;
-                    other.colors.clear();
-                }
+                let other = color_kept(&pattern, |i, row| is_light(row) && !unchecked[i])?;
                 match other.num_colors < c.num_colors {
                     true => c = other,
                     false => unchecked.fill(false),
@@ -252,27 +245,20 @@ impl Check {
             {
                 let long = |row: &[u32]| 8 * row.len() >= n;
                 let short = |i: usize, row: &[u32]| is_light(row) && !unchecked[i] && !long(row);
-                let rest = match (0..m).any(|i| short(i, pattern.row(i))) {
-                    true => {
-                        let rest = pattern.keep_rows(short)?;
-                        let other = coloring::color(&rest, &ColoringOptions::default())?;
-                        Some(other).filter(|other| 2 * other.num_colors <= n)
-                    }
-                    false => None,
-                };
+                let rest = color_kept(&pattern, short)?;
+                // (With no short row the rest has no class: the long rows leave, and so every
+                // light row is out.)
+                let keep_short = 2 * rest.num_colors <= n;
                 for i in 0..m {
                     let row = pattern.row(i);
-                    if is_light(row) && (rest.is_none() || long(row)) {
+                    if is_light(row) && (!keep_short || long(row)) {
                         unchecked.set(i, true);
                     }
                 }
-                match rest {
-                    Some(other) => c = other,
-                    None => {
-                        c.num_colors = 0;
-                        c.colors.clear();
-                    }
-                }
+                c = match keep_short {
+                    true => rest,
+                    false => no_class(rest),
+                };
             }
         }
         // Each class made at its size (counted first), where pushing one by one grew them by
@@ -631,6 +617,25 @@ impl Test<'_> {
                 (g_up - g_down).abs() > SLOPE_TOLERANCE * g_up.abs().max(g_down.abs()) + floor
             }
         }
+    }
+}
+
+/// The default coloring of the rows of `pattern` that `keep` accepts (given each row's index
+/// and columns); no class at all (no column has a color) when it accepts none.
+fn color_kept(pattern: &Pattern, keep: impl Fn(usize, &[u32]) -> bool) -> Result<Coloring> {
+    let c = coloring::color(&pattern.keep_rows(&keep)?, &ColoringOptions::default())?;
+    Ok(match (0..pattern.rows()).any(|i| keep(i, pattern.row(i))) {
+        true => c,
+        false => no_class(c),
+    })
+}
+
+/// `c` with no class: no column has a color.
+fn no_class(c: Coloring) -> Coloring {
+    Coloring {
+        colors: Vec::new(),
+        num_colors: 0,
+        ..c
     }
 }
 

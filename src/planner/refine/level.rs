@@ -199,12 +199,13 @@ impl Refine {
         // quiet rows' candidates in the second coloring below). At coarse
         // levels the palette is capped: when the hard conflicts allow no proper coloring within
         // the cap, a block takes the color with the fewest conflicts.
+        // The coarse steps' allowance: what refining may spend past one probe per column.
+        let allowance = unknown_cols / SPEND_DIVISOR + SPEND_SLACK.min(self.n / 4);
         let cap = match leaf {
             true => usize::MAX,
             false => {
                 // Blind rows' blocks apart, within what the coarse allowance leaves for each
                 // level to come (`blind_palette`).
-                let allowance = unknown_cols / SPEND_DIVISOR + SPEND_SLACK.min(self.n / 4);
                 let per_level = allowance.saturating_sub(self.spent) / (shift as usize + 1);
                 let blind = match blind_rows > 0 {
                     true => blind_palette(&lists)?.min(per_level),
@@ -350,14 +351,11 @@ impl Refine {
                 || (probed_count >= MIN_BLOCKS_FOR_SCALE_TEST
                     && colors == probed_count
                     && self.last_hit_rate >= 0.9);
-        let slack = SPEND_SLACK.min(self.n / 4);
         let left = self.cap.saturating_sub(self.asked);
         // Past the allowance, one probe per column is the better bet only while it still fits
         // under the cap; once it does not, refining (which may still finish) goes on.
         let onehot_fits = unknown_cols <= left;
-        let over_allowance = (onehot_fits
-            && self.spent + colors > unknown_cols / SPEND_DIVISOR + slack)
-            || colors > left;
+        let over_allowance = (onehot_fits && self.spent + colors > allowance) || colors > left;
         // Probe numbers must fit a candidate's word below its flags.
         if colors >= UNTESTED as usize
             || (leaf && (colors >= unknown_cols || colors > left))
