@@ -1,5 +1,6 @@
 //! Prints the probes of each planner step for a few synthetic families (a development aid).
 use nanprop::driver::guard::Guarded;
+use nanprop::driver::BlackBox;
 use nanprop::testing::{self as synthetic, Synthetic, Winner};
 use nanprop::{TraceOptions, TraceSession};
 
@@ -26,6 +27,21 @@ fn main() {
         }
         _ => panic!("family"),
     };
+    // WIDE_ROW=k: row 0 depends on k columns spread at random instead (k = n: dense).
+    let truth = match std::env::var("WIDE_ROW")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+    {
+        Some(k) => {
+            let mut rng = nanprop::rng::Rng::new(3);
+            let n = truth.cols();
+            synthetic::from_rows(truth.rows(), n, |i, r| match i {
+                0 => r.extend((0..n).filter(|_| rng.below(n) < k)),
+                _ => r.extend(truth.row(i).iter().map(|&j| j as usize)),
+            })
+        }
+        None => truth,
+    };
     let (n, m) = (truth.cols(), truth.rows());
     let x0 = vec![1.0; n];
     let mut s = TraceSession::new(n, m, &x0, &TraceOptions::default()).unwrap();
@@ -36,7 +52,16 @@ fn main() {
         Ok("anonymous") => Winner::Anonymous,
         _ => Winner::Random,
     };
-    let mut f = Synthetic::new(&truth, winner, 1);
+    let mut synthetic = Synthetic::new(&truth, winner, 1);
+    // BLIND_ROW=i: row i's NaN loses its payload (a default NaN made inside), whatever WINNER.
+    let blind: Option<usize> = std::env::var("BLIND_ROW").ok().and_then(|s| s.parse().ok());
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        synthetic.eval(x, y)?;
+        if let Some(i) = blind.filter(|&i| y[i].is_nan()) {
+            y[i] = f64::NAN;
+        }
+        Ok(())
+    };
     let mut ev = Guarded::new(n, m).unwrap();
     let mut steps = vec![];
     loop {
