@@ -45,7 +45,11 @@
 //! pile up for the last level, where every conflict is hard. When a coarse level's coloring
 //! leaves one in 8 of the listed blocks untested that way, the cap grows by a quarter for the
 //! levels after it (random 32 per row at n = 10^5: 2906 -> 2167 evaluations;
-//! `level.rs`, `grows_cap`). After the step every surviving candidate block
+//! `level.rs`, `grows_cap`). A row left out of a coarse level's coloring because it holds half its
+//! blocks (*wide*) is tested only in probes holding none of its Q blocks; when it has a tag
+//! and its known dependencies do not fill 3/4 of its blocks, its P blocks no colored probe
+//! tests go to probes of its own, added to the step (`refine/wide.rs`): a row of 100 spread
+//! dependencies among sparse ones is traced exactly instead of kept as n assumed entries. After the step every surviving candidate block
 //! is split in two (in four once the rows have settled: "Termination and cost"), parts
 //! without an unknown column are dropped, and the next level starts.
 //!
@@ -219,6 +223,7 @@
 //! end; `refine/level.rs` plans a step (the blocks each row lists, whether refining still
 //! pays, the coloring into probes, or one probe per column); `refine/split.rs` ends it (the
 //! outcomes, the new dependencies merged, the split into the next level, dense rows);
+//! `refine/wide.rs` the wide rows' own probes;
 //! `parked.rs` (beside this file) the rows kept without their candidates.
 
 use super::parked::{span_tests, span_tests_at, tests_in, Parked, STORED};
@@ -234,6 +239,7 @@ mod conflicts;
 mod level;
 mod sample;
 mod split;
+mod wide;
 
 const NONE: u32 = u32::MAX;
 
@@ -362,6 +368,8 @@ pub struct Refine {
     sample_from: usize,
     /// How many steps the coarse levels' palette cap has grown (`level.rs`, `grows_cap`).
     cap_growth: usize,
+    /// Wide rows' own probes (`wide.rs`).
+    wide: wide::Wide,
 }
 
 impl Refine {
@@ -429,6 +437,7 @@ impl Refine {
             },
             sample_from: sample::SAMPLE_FROM,
             cap_growth: 0,
+            wide: wide::Wide::default(),
         })
     }
 
@@ -675,6 +684,7 @@ impl Planner for Refine {
     fn tell(&mut self, k: usize, probe: &Probe, y: &[f64], perturbed: &[u32]) -> Result<usize> {
         self.told[k] = true;
         self.spent += 1;
+        self.wide.tell(k, &self.baseline, y);
         if self.mode == Mode::OneHot {
             let (new_deps, pert_deps) = (&mut self.new_deps, &mut self.pert_deps);
             let c = probe.cols()[0];

@@ -56,6 +56,10 @@ impl Refine {
             self.new_deps = Vec::new();
         }
         let nblocks = (self.n as u64).div_ceil(1u64 << shift) as usize;
+        // What the step just told showed the wide rows' own probes (`wide.rs`); none are open
+        // from here on.
+        let own_palette = self.wide.palette();
+        self.wide.end_step();
         // Byte flags: set once per candidate in the hottest loop, where they beat bit sets.
         // (At the last level, `probed` holds a probed block's first color plus one for the
         // iterated greedy pass: nonzero all the same.)
@@ -120,6 +124,7 @@ impl Refine {
             mut lists,
             mut k_idx,
             suspected,
+            wide,
             spans,
             listed,
             work,
@@ -201,12 +206,13 @@ impl Refine {
         // the cap, a block takes the color with the fewest conflicts.
         // The coarse steps' allowance: what refining may spend past one probe per column.
         let allowance = unknown_cols / SPEND_DIVISOR + SPEND_SLACK.min(self.n / 4);
+        // What the coarse allowance leaves for each level to come.
+        let per_level = allowance.saturating_sub(self.spent) / (shift as usize + 1);
         let cap = match leaf {
             true => usize::MAX,
             false => {
                 // Blind rows' blocks apart, within what the coarse allowance leaves for each
                 // level to come (`blind_palette`).
-                let per_level = allowance.saturating_sub(self.spent) / (shift as usize + 1);
                 let blind = match blind_rows > 0 {
                     true => blind_palette(&lists)?.min(per_level),
                     false => 0,
@@ -355,9 +361,15 @@ impl Refine {
         // Past the allowance, one probe per column is the better bet only while it still fits
         // under the cap; once it does not, refining (which may still finish) goes on.
         let onehot_fits = unknown_cols <= left;
-        let over_allowance = (onehot_fits && self.spent + colors > allowance) || colors > left;
+        // The wide rows' own probes: at most `own` and a sample (`wide.rs`).
+        let own = match wide.is_empty() {
+            true => 0,
+            false => own_palette.min(per_level).max(1),
+        };
+        let most = colors + own + usize::from(own > 0);
+        let over_allowance = (onehot_fits && self.spent + most > allowance) || most > left;
         // Probe numbers must fit a candidate's word below its flags.
-        if colors >= UNTESTED as usize
+        if most >= UNTESTED as usize
             || (leaf && (colors >= unknown_cols || colors > left))
             || (!leaf && (dense || over_allowance))
         {
@@ -414,7 +426,9 @@ impl Refine {
                 }
             }
         }
-        self.told = filled(false, colors, "probes told")?;
+        let own = self.own_probes(wide, nblocks, colors, own)?;
+        self.asked += own.len();
+        self.told = filled(false, colors + own.len(), "probes told")?;
         if self.parked.count > 0 || shift == 1 {
             // Which probe tests a parked row's P block, for the tells; before the last level,
             // which probes held a row's Q blocks, for its quiet test (`split.rs`).
@@ -422,7 +436,7 @@ impl Refine {
         }
         let n = self.n;
         Ok(Some(collect(
-            cols.into_iter().map(|c| Probe::new(c, n)),
+            cols.into_iter().chain(own).map(|c| Probe::new(c, n)),
             "probes",
         )?))
     }
@@ -468,6 +482,7 @@ impl Refine {
         let mut listed = 0usize;
         // Rows dense at this scale: usually none.
         let mut suspected: Vec<u32> = Vec::new();
+        let mut wide_rows: Vec<u32> = Vec::new();
         // In `k_idx` (empty; the first half's is the array the last split let go, `spare`),
         // a stored row lists its candidates and its dependencies' blocks; a parked row its
         // dependencies' blocks' children, at most `deps << bits`, reserved as it is listed
@@ -606,6 +621,10 @@ impl Refine {
                 debug_assert!(!parked);
                 k_idx.truncate(start);
                 push(&mut suspected, i as u32, "rows")?;
+                if q > 0 && !(q >= DENSE_MIN && 4 * q >= 3 * len) {
+                    // Tagged, and not dense at this scale: probes of its own (`wide.rs`).
+                    push(&mut wide_rows, i as u32, "rows")?;
+                }
                 continue;
             }
             let len = k_idx.len() - start;
@@ -645,6 +664,7 @@ impl Refine {
             }
         }
         (out.lists, out.k_idx, out.suspected) = (lists, k_idx, suspected);
+        out.wide = wide_rows;
         (out.listed, out.work, out.max_q) = (listed, work, max_q);
         (out.longest, out.max_clique) = (longest, max_clique);
         out.blind_rows = blind_rows;
@@ -967,8 +987,11 @@ struct Listing {
     /// the quiet flag).
     lists: Vec<(u32, u32, u32)>,
     k_idx: Vec<u32>,
-    /// Rows dense at this scale, left out of the coloring.
+    /// Rows dense at this scale or wide, left out of the coloring.
     suspected: Vec<u32>,
+    /// Of those, the tagged wide rows not dense at this scale: they get probes of their own
+    /// (`wide.rs`).
+    wide: Vec<u32>,
     /// Runs of parked rows and their lists' ordinals ([`super::super::parked::Parked::spans`]).
     spans: Vec<(u32, u32, u64)>,
     /// The length of all rows' lists; the coloring work; the most Q blocks of a row; the
@@ -1031,6 +1054,8 @@ impl Listing {
         }
         reserve(&mut self.suspected, next.suspected.len(), "rows")?;
         self.suspected.extend_from_slice(&next.suspected);
+        reserve(&mut self.wide, next.wide.len(), "rows")?;
+        self.wide.extend_from_slice(&next.wide);
         self.listed += next.listed;
         self.work += next.work;
         self.max_q = self.max_q.max(next.max_q);

@@ -1,0 +1,233 @@
+//! Wide rows' own probes.
+//!
+//! # The problem
+//!
+//! A coarse level leaves a row out of its coloring when the row holds at least 64 blocks and
+//! half of all blocks (`level.rs`, `list_rows`): the square of its list would outweigh the
+//! coloring of every other row, and its P blocks conflicting with all its Q blocks would make
+//! the coloring compress nothing. Such a row's P blocks are tested only in probes holding none
+//! of its Q blocks. A row whose known dependencies lie spread over every color of the level
+//! is then tested nowhere: its candidates stay, it stays wide at every level after, and before
+//! the last levels it is recognised dense with its unknown columns kept as assumed entries.
+//! Random 5 per row at n = 2 x 10^4 with one row of about 100 spread dependencies, without the
+//! check: 199 evaluations and 18348 assumed entries, all but about 100 of them zeros; at 10^5
+//! 242 and 87612. A Jacobian colored on that pattern costs one evaluation per column.
+//!
+//! # Probes of their own
+//!
+//! A tagged wide row (it has a known dependency, and its known dependencies do not fill 3/4 of
+//! its blocks: not dense at this scale) has its P blocks that no colored probe tests put in
+//! probes of its own, added to the step: each holds P blocks of wide rows and no Q block of
+//! any, split into `palette` groups by a hash of the block. For the row, such a probe either
+//! leaves its output unchanged, and every one of its P blocks there is zero, or changes it
+//! with a tag the row did not know (the probe holds none of its known dependencies), or with
+//! no tag. A row that knows all its dependencies has every such block proven zero by one probe
+//! a level; a row still learning learns about one dependency per own probe that changes it.
+//!
+//! The palette adapts: the next level's is twice the own probes in which some wide row changed
+//! (at least 1; 2 at a row's first wide level), within what the coarse allowance leaves for each
+//! level to come. A row with u unknown dependencies makes about u of them change, so the
+//! palette follows u, and a row whose dependencies are all known costs one probe a level. The
+//! row above: 458 evaluations at 2 x 10^4 and 816 at 10^5, exact
+//! (`a_wide_row_among_sparse_ones_is_traced_exactly` in `tests/planners.rs`).
+//!
+//! # Dense rows
+//!
+//! A dense row changes in every own probe and teaches one dependency in each: the palette
+//! would double until the row is recognised dense by its proven dependencies (`split.rs`),
+//! about 2 n / 64 probes (445 evaluations instead of 191 at 2 x 10^4 with a dense row among
+//! the random ones). So each wide row also has one of its P blocks, the one of least hash, in
+//! a *sample* probe, the last own probe, which holds one block of each wide row. A row whose
+//! dependencies lie apart holds about as many blocks as twice its dependencies when it turns
+//! wide, so a block holds one with odds of a half at most, and the odds halve with the blocks'
+//! width every level; a dense row's sample always changes. A row whose sample changed in
+//! `DENSE_STREAK` (2) levels in a row gets no more own probes, and is recognised dense as
+//! before: the dense row costs 8 evaluations more than it did (arrowhead n = 10^6: 71 -> 79).
+//! Rows dense at this scale (known dependencies in 3/4 of their blocks) get none from the
+//! start. Blind rows (no tag) get none: a probe teaches them no dependency, and a blind dense
+//! row among tagged ones still sends the trace to one probe per column.
+//!
+//! Fingerprint suite (1168 traces): 231762 -> 230918 evaluations. The arrowhead +3 to +8 (32
+//! traces), 1000 x 2000 at 5% +16 (8 traces, every row recognised dense either way); 150 x 300
+//! at 60% with the smallest NaN winning 310 -> 12 (4 traces: the rows learn a new dependency
+//! from each own probe and are recognised dense, where they learned one in all and the trace
+//! ended one probe per column; unchecked, the pattern is now the rows' blocks as assumed
+//! entries instead of exact).
+
+use super::{Refine, NONE, UNTESTED};
+use crate::error::{filled, push, reserve, Result};
+
+/// A wide row whose sampled block changed in this many levels in a row is taken for dense:
+/// it gets no more own probes.
+const DENSE_STREAK: u32 = 2;
+
+/// The wide rows' own probes of the current step, and how many the next step makes.
+#[derive(Debug, Default)]
+pub(super) struct Wide {
+    /// The first own probe of the current step and how many there are (0: none); the last of
+    /// them is the sample probe when `sampled` is not empty.
+    first: usize,
+    count: usize,
+    /// The rows they test (sorted).
+    rows: Vec<u32>,
+    /// The rows with a block in the sample probe (sorted).
+    sampled: Vec<u32>,
+    /// Own probes but the sample told so far in which one of `rows` changed.
+    changed: usize,
+    /// Per row that had a sample (sorted by row): the levels in a row its sample changed.
+    streaks: Vec<(u32, u32)>,
+}
+
+impl Wide {
+    /// Notes what own probe `k` (if it is one) showed: whether one of the wide rows changed;
+    /// for the sample probe, which sampled rows changed.
+    pub(super) fn tell(&mut self, k: usize, baseline: &[f64], y: &[f64]) {
+        if k < self.first || k >= self.first + self.count {
+            return;
+        }
+        let changed = |i: u32| {
+            let (b, v) = (baseline[i as usize], y[i as usize]);
+            b.is_finite() && b.to_bits() != v.to_bits()
+        };
+        if k + 1 == self.first + self.count && !self.sampled.is_empty() {
+            for &i in &self.sampled {
+                if let Ok(at) = self.streaks.binary_search_by_key(&i, |s| s.0) {
+                    self.streaks[at].1 = match changed(i) {
+                        true => self.streaks[at].1 + 1,
+                        false => 0,
+                    };
+                }
+            }
+            return;
+        }
+        self.changed += usize::from(self.rows.iter().any(|&i| changed(i)));
+    }
+
+    /// The own probes the next step may make but the sample: twice those of the step just
+    /// told in which a wide row changed, at least one; two when that step made none.
+    pub(super) fn palette(&self) -> usize {
+        match self.count {
+            0 => 2,
+            _ => (2 * self.changed).max(1),
+        }
+    }
+
+    /// Ends the step's own probes: the next step has none unless it makes them.
+    pub(super) fn end_step(&mut self) {
+        (self.first, self.count, self.changed) = (0, 0, 0);
+        self.rows.clear();
+        self.sampled.clear();
+    }
+
+    /// Whether row `i`'s samples changed in `DENSE_STREAK` levels in a row.
+    fn dense(&self, i: u32) -> bool {
+        (self.streaks.binary_search_by_key(&i, |s| s.0))
+            .is_ok_and(|at| self.streaks[at].1 >= DENSE_STREAK)
+    }
+
+    /// Keeps a streak for row `i` (0 when new).
+    fn track(&mut self, i: u32) -> Result<()> {
+        if let Err(at) = self.streaks.binary_search_by_key(&i, |s| s.0) {
+            reserve(&mut self.streaks, 1, "rows")?;
+            self.streaks.insert(at, (i, 0));
+        }
+        Ok(())
+    }
+}
+
+/// A hash of block `b` at level `shift`: which own probe holds it, and which of a row's blocks
+/// is its sample. Multiplicative, so blocks side by side (a row's dependencies close together)
+/// fall in different probes.
+fn hash(b: u32, shift: u32) -> u64 {
+    (u64::from(b) ^ (u64::from(shift) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32
+}
+
+impl Refine {
+    /// Gives the tagged wide `rows` (sorted) probes of their own after the coloring (module
+    /// docs): each of their P blocks that no colored probe tests (its word `UNTESTED`, and no
+    /// Q block of a wide row) goes to one of at most `palette` probes, or, one per row, to the
+    /// sample probe (the last); the probes are numbered from `first`, and the blocks' words say
+    /// which. Rows taken for dense get none. Returns the own probes' columns (none empty), to
+    /// follow the colored ones.
+    pub(super) fn own_probes(
+        &mut self,
+        mut rows: Vec<u32>,
+        nblocks: usize,
+        first: usize,
+        palette: usize,
+    ) -> Result<Vec<Vec<u32>>> {
+        rows.retain(|&i| !self.wide.dense(i));
+        if rows.is_empty() || palette == 0 {
+            return Ok(Vec::new());
+        }
+        let shift = self.shift;
+        // The wide rows' Q blocks: no own probe holds one.
+        let mut group = filled(NONE, nblocks, "block groups")?;
+        const Q: u32 = NONE - 1;
+        for &i in &rows {
+            for &d in self.deps(i as usize) {
+                group[(d >> shift) as usize] = Q;
+            }
+        }
+        let untested = |r: &Refine, e: usize, group: &[u32]| {
+            r.cand_probe[e] == UNTESTED && group[r.cand_idx[e] as usize] != Q
+        };
+        // Each row's sample: of its untested P blocks (two at least), the one of least hash.
+        // Group `palette` is the sample probe.
+        let sample = palette as u32;
+        let mut sampled = Vec::new();
+        for &i in &rows {
+            let range = self.cand_ptr[i as usize]..self.cand_ptr[i as usize + 1];
+            let open = || range.clone().filter(|&e| untested(self, e, &group));
+            if open().nth(1).is_some() {
+                let least = open().min_by_key(|&e| hash(self.cand_idx[e], shift));
+                let e = least.expect("two open blocks");
+                group[self.cand_idx[e] as usize] = sample;
+                push(&mut sampled, i, "rows")?;
+            }
+        }
+        // The other untested P blocks: their group (made dense below).
+        let mut used = filled(false, palette + 1, "probes")?;
+        used[palette] = !sampled.is_empty();
+        for &i in &rows {
+            for e in self.cand_ptr[i as usize]..self.cand_ptr[i as usize + 1] {
+                let b = self.cand_idx[e] as usize;
+                if untested(self, e, &group) && group[b] == NONE {
+                    let g = (hash(b as u32, shift) % palette as u64) as usize;
+                    (group[b], used[g]) = (g as u32, true);
+                }
+            }
+        }
+        // The groups that hold a block, numbered from `first` (the sample last).
+        let mut number = filled(NONE, palette + 1, "probes")?;
+        let mut count = 0u32;
+        for (g, _) in used.iter().enumerate().filter(|(_, &u)| u) {
+            number[g] = first as u32 + count;
+            count += 1;
+        }
+        let mut cols: Vec<Vec<u32>> = filled(Vec::new(), count as usize, "probes")?;
+        for (b, &g) in group.iter().enumerate() {
+            if g < Q {
+                let (s, e) = self.block_range(b as u32, shift);
+                let class = &mut cols[(number[g as usize] - first as u32) as usize];
+                reserve(class, (e - s) as usize, "probe columns")?;
+                class.extend(s..e);
+            }
+        }
+        for &i in &rows {
+            for e in self.cand_ptr[i as usize]..self.cand_ptr[i as usize + 1] {
+                let g = group[self.cand_idx[e] as usize];
+                if self.cand_probe[e] == UNTESTED && g < Q {
+                    self.cand_probe[e] = number[g as usize];
+                }
+            }
+        }
+        for &i in &sampled {
+            self.wide.track(i)?;
+        }
+        self.wide.first = first;
+        self.wide.count = count as usize;
+        (self.wide.rows, self.wide.sampled) = (rows, sampled);
+        Ok(cols)
+    }
+}
