@@ -17,6 +17,12 @@ fn main() {
             synthetic::random_sparse(n, n, d, 42)
         }
         "arrow" => synthetic::arrowhead(n),
+        "one" => {
+            // One row of D spread dependencies.
+            let mut rng = nanprop::rng::Rng::new(3);
+            let d: usize = which.get(2).and_then(|s| s.parse().ok()).unwrap_or(100);
+            synthetic::from_rows(1, n, |_, r| r.extend((0..n).filter(|_| rng.below(n) < d)))
+        }
         "dense" => synthetic::dense(n, n),
         "mid" => {
             let mut rng = nanprop::rng::Rng::new(7);
@@ -27,7 +33,11 @@ fn main() {
         }
         _ => panic!("family"),
     };
-    // WIDE_ROW=k: row 0 depends on k columns spread at random instead (k = n: dense).
+    // WIDE_ROW=k: row 0 (rows 0 to WIDE_COUNT - 1) depends on k columns spread at random
+    // instead (k = n: dense).
+    let count: usize = (std::env::var("WIDE_COUNT").ok())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
     let truth = match std::env::var("WIDE_ROW")
         .ok()
         .and_then(|s| s.parse::<usize>().ok())
@@ -35,16 +45,21 @@ fn main() {
         Some(k) => {
             let mut rng = nanprop::rng::Rng::new(3);
             let n = truth.cols();
-            synthetic::from_rows(truth.rows(), n, |i, r| match i {
-                0 => r.extend((0..n).filter(|_| rng.below(n) < k)),
-                _ => r.extend(truth.row(i).iter().map(|&j| j as usize)),
+            synthetic::from_rows(truth.rows(), n, |i, r| match i < count {
+                true => r.extend((0..n).filter(|_| rng.below(n) < k)),
+                false => r.extend(truth.row(i).iter().map(|&j| j as usize)),
             })
         }
         None => truth,
     };
     let (n, m) = (truth.cols(), truth.rows());
     let x0 = vec![1.0; n];
-    let mut s = TraceSession::new(n, m, &x0, &TraceOptions::default()).unwrap();
+    // VERIFY=0: no check.
+    let options = TraceOptions {
+        verify: std::env::var("VERIFY").as_deref() != Ok("0"),
+        ..TraceOptions::default()
+    };
+    let mut s = TraceSession::new(n, m, &x0, &options).unwrap();
     // WINNER=smallest|largest|anonymous: which tagged NaN survives (random by default).
     let winner = match std::env::var("WINNER").as_deref() {
         Ok("smallest") => Winner::Smallest,

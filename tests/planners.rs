@@ -267,6 +267,26 @@ fn a_wide_row_among_sparse_ones_is_traced_exactly() {
             alone.report.evaluations
         );
     }
+    // Ten such rows: more than the check verifies directly (two rows of about n columns); it
+    // would trace the others again, alone, where they are recognised dense after all. They get
+    // no own probes and are assumed as before: 239 evaluations (with own probes for all ten:
+    // 6854, most of them the check's and the re-traces').
+    let n = 20_000;
+    let sparse = synthetic::random_sparse(n, n, 5, 42);
+    let mut rng = synthetic::Rng::new(3);
+    let truth = synthetic::from_rows(n, n, |i, r| match i < 10 {
+        true => r.extend((0..n).filter(|_| rng.below(n) < 100)),
+        false => r.extend(sparse.row(i).iter().map(|&j| j as usize)),
+    });
+    let mut f = Synthetic::new(&truth, Winner::Random, 1);
+    let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 0.01).collect();
+    let got = trace(&mut f, n, &x0, &TraceOptions::default()).expect("trace succeeds");
+    assert_within_cap(&truth, &got, "ten wide rows, checked");
+    assert!(
+        got.report.evaluations < 400,
+        "ten wide rows, checked: {}",
+        got.report.evaluations
+    );
 }
 
 #[test]

@@ -30,6 +30,7 @@ use super::conflicts::{
     TALLY_COLORS, TALLY_MAX_LIST, UNUSED,
 };
 use super::sample;
+use super::wide::{SAMPLE_PROBES, WIDE_ROWS_MOST};
 use super::{
     block_range, Mode, Refine, DENSE_MIN, MIN_BLOCKS_FOR_DENSE_TEST, MIN_BLOCKS_FOR_SCALE_TEST,
     NONE, P_FLAG, SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
@@ -361,12 +362,17 @@ impl Refine {
         // Past the allowance, one probe per column is the better bet only while it still fits
         // under the cap; once it does not, refining (which may still finish) goes on.
         let onehot_fits = unknown_cols <= left;
-        // The wide rows' own probes: at most `own` and a sample (`wide.rs`).
+        // The wide rows' own probes: at most `own` groups and the samples; none for more than
+        // `WIDE_ROWS_MOST` rows (`wide.rs`).
+        let mut wide = wide;
+        if wide.len() > WIDE_ROWS_MOST {
+            wide.clear();
+        }
         let own = match wide.is_empty() {
             true => 0,
             false => own_palette.min(per_level).max(1),
         };
-        let most = colors + own + usize::from(own > 0);
+        let most = colors + own + wide.len().min(SAMPLE_PROBES);
         let over_allowance = (onehot_fits && self.spent + most > allowance) || most > left;
         // Probe numbers must fit a candidate's word below its flags.
         if most >= UNTESTED as usize

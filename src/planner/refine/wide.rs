@@ -24,12 +24,21 @@
 //! no tag. A row that knows all its dependencies has every such block proven zero by one probe
 //! a level; a row still learning learns about one dependency per own probe that changes it.
 //!
-//! The palette adapts: the next level's is twice the own probes in which some wide row changed
-//! (at least 1; 2 at a row's first wide level), within what the coarse allowance leaves for each
-//! level to come. A row with u unknown dependencies makes about u of them change, so the
-//! palette follows u, and a row whose dependencies are all known costs one probe a level. The
-//! row above: 458 evaluations at 2 x 10^4 and 816 at 10^5, exact
+//! The palette adapts: the next level's is twice the most group probes one wide row changed in
+//! (at least 1; 2 at the first level with wide rows), within what the coarse allowance leaves
+//! for each level to come. A row with u unknown dependencies changes in about u of them, so
+//! the palette follows u, and a row whose dependencies are all known costs one probe a level.
+//! The row above: 458 evaluations at 2 x 10^4 and 816 at 10^5, exact
 //! (`a_wide_row_among_sparse_ones_is_traced_exactly` in `tests/planners.rs`).
+//!
+//! Own probes are made at a level with at most `WIDE_ROWS_MOST` (2) tagged wide rows. The
+//! check verifies a row of about n columns by two evaluations of its own that move every
+//! column it does not depend on, for at most 2 n columns in all (`trace/check.rs`, heavy
+//! rows); a third such row is traced again alone, and there, with nothing to keep its blocks
+//! apart, it learns one dependency a level and is recognised dense after all: random 5 per row
+//! with 10 rows of 100 spread dependencies took 6154 evaluations with own probes for all of
+//! them (the check and the re-traces 3622 of them) and 239 without, with the rows assumed
+//! either way. Checking many heavy rows without a class of n columns each is not built.
 //!
 //! # Dense rows
 //!
@@ -37,10 +46,11 @@
 //! would double until the row is recognised dense by its proven dependencies (`split.rs`),
 //! about 2 n / 64 probes (445 evaluations instead of 191 at 2 x 10^4 with a dense row among
 //! the random ones). So each wide row also has one of its P blocks, the one of least hash, in
-//! a *sample* probe, the last own probe, which holds one block of each wide row. A row whose
+//! a *sample* probe (after the group probes), alone among the row's candidates. A row whose
 //! dependencies lie apart holds about as many blocks as twice its dependencies when it turns
 //! wide, so a block holds one with odds of a half at most, and the odds halve with the blocks'
-//! width every level; a dense row's sample always changes. A row whose sample changed in
+//! width every level; a dense row's sample always changes. Two rows' samples share a probe
+//! only if neither block is a candidate of the other row. A row whose sample changed in
 //! `DENSE_STREAK` (2) levels in a row gets no more own probes, and is recognised dense as
 //! before: the dense row costs 8 evaluations more than it did (arrowhead n = 10^6: 71 -> 79).
 //! Rows dense at this scale (known dependencies in 3/4 of their blocks) get none from the
@@ -61,26 +71,35 @@ use crate::error::{filled, push, reserve, Result};
 /// it gets no more own probes.
 const DENSE_STREAK: u32 = 2;
 
+/// Own probes are made for at most this many wide rows at a level: the check verifies the
+/// zeros of two rows of about n columns directly (`trace/check.rs`, its heavy rows, at most
+/// 2 n columns in all), and traces the others again, row by row, where each is recognised
+/// dense after all.
+pub(super) const WIDE_ROWS_MOST: usize = 2;
+
+/// At most this many sample probes a step: one per wide row at most.
+pub(super) const SAMPLE_PROBES: usize = WIDE_ROWS_MOST;
+
 /// The wide rows' own probes of the current step, and how many the next step makes.
 #[derive(Debug, Default)]
 pub(super) struct Wide {
-    /// The first own probe of the current step and how many there are (0: none); the last of
-    /// them is the sample probe when `sampled` is not empty.
+    /// The own probes of the current step: from `first`, `groups` probes of hashed blocks, then
+    /// the sample probes (0 in all: none).
     first: usize,
+    groups: usize,
     count: usize,
-    /// The rows they test (sorted).
+    /// The rows they test (sorted), and in how many of the group probes told so far each
+    /// changed.
     rows: Vec<u32>,
-    /// The rows with a block in the sample probe (sorted).
-    sampled: Vec<u32>,
-    /// Own probes but the sample told so far in which one of `rows` changed.
-    changed: usize,
-    /// Per row that had a sample (sorted by row): the levels in a row its sample changed.
+    changes: Vec<u32>,
+    /// The sample probes' rows: (probe, row).
+    sampled: Vec<(u32, u32)>,
+    /// Per row ever sampled (sorted by row): the levels in a row its sample changed.
     streaks: Vec<(u32, u32)>,
 }
 
 impl Wide {
-    /// Notes what own probe `k` (if it is one) showed: whether one of the wide rows changed;
-    /// for the sample probe, which sampled rows changed.
+    /// Notes what own probe `k` (if it is one) showed: which wide rows changed in it.
     pub(super) fn tell(&mut self, k: usize, baseline: &[f64], y: &[f64]) {
         if k < self.first || k >= self.first + self.count {
             return;
@@ -89,33 +108,36 @@ impl Wide {
             let (b, v) = (baseline[i as usize], y[i as usize]);
             b.is_finite() && b.to_bits() != v.to_bits()
         };
-        if k + 1 == self.first + self.count && !self.sampled.is_empty() {
-            for &i in &self.sampled {
-                if let Ok(at) = self.streaks.binary_search_by_key(&i, |s| s.0) {
-                    self.streaks[at].1 = match changed(i) {
-                        true => self.streaks[at].1 + 1,
-                        false => 0,
-                    };
-                }
+        if k < self.first + self.groups {
+            for (&i, c) in self.rows.iter().zip(&mut self.changes) {
+                *c += u32::from(changed(i));
             }
             return;
         }
-        self.changed += usize::from(self.rows.iter().any(|&i| changed(i)));
+        for &(_, i) in self.sampled.iter().filter(|s| s.0 as usize == k) {
+            if let Ok(at) = self.streaks.binary_search_by_key(&i, |s| s.0) {
+                self.streaks[at].1 = match changed(i) {
+                    true => self.streaks[at].1 + 1,
+                    false => 0,
+                };
+            }
+        }
     }
 
-    /// The own probes the next step may make but the sample: twice those of the step just
-    /// told in which a wide row changed, at least one; two when that step made none.
+    /// The group probes the next step may make: twice the most group probes of the step just
+    /// told that one wide row changed in, at least one; two when that step made none.
     pub(super) fn palette(&self) -> usize {
-        match self.count {
+        match self.groups {
             0 => 2,
-            _ => (2 * self.changed).max(1),
+            _ => (2 * self.changes.iter().max().copied().unwrap_or(0) as usize).max(1),
         }
     }
 
     /// Ends the step's own probes: the next step has none unless it makes them.
     pub(super) fn end_step(&mut self) {
-        (self.first, self.count, self.changed) = (0, 0, 0);
+        (self.first, self.groups, self.count) = (0, 0, 0);
         self.rows.clear();
+        self.changes.clear();
         self.sampled.clear();
     }
 
@@ -135,20 +157,28 @@ impl Wide {
     }
 }
 
-/// A hash of block `b` at level `shift`: which own probe holds it, and which of a row's blocks
-/// is its sample. Multiplicative, so blocks side by side (a row's dependencies close together)
-/// fall in different probes.
+/// A hash of block `b` at level `shift`: which group probe holds it, and which of a row's
+/// blocks is its sample. Multiplicative, so blocks side by side (a row's dependencies close
+/// together) fall in different probes.
 fn hash(b: u32, shift: u32) -> u64 {
     (u64::from(b) ^ (u64::from(shift) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32
 }
 
 impl Refine {
+    /// Whether block `b` is a candidate of row `i`.
+    fn holds(&self, i: u32, b: u32) -> bool {
+        let i = i as usize;
+        self.cand_idx[self.cand_ptr[i]..self.cand_ptr[i + 1]]
+            .binary_search(&b)
+            .is_ok()
+    }
+
     /// Gives the tagged wide `rows` (sorted) probes of their own after the coloring (module
     /// docs): each of their P blocks that no colored probe tests (its word `UNTESTED`, and no
-    /// Q block of a wide row) goes to one of at most `palette` probes, or, one per row, to the
-    /// sample probe (the last); the probes are numbered from `first`, and the blocks' words say
-    /// which. Rows taken for dense get none. Returns the own probes' columns (none empty), to
-    /// follow the colored ones.
+    /// Q block of a wide row) goes to one of at most `palette` group probes, or, one per row,
+    /// to a sample probe (after the groups); the probes are numbered from `first`, and the
+    /// blocks' words say which. Rows taken for dense get none. Returns the own probes' columns
+    /// (none empty), to follow the colored ones.
     pub(super) fn own_probes(
         &mut self,
         mut rows: Vec<u32>,
@@ -172,23 +202,33 @@ impl Refine {
         let untested = |r: &Refine, e: usize, group: &[u32]| {
             r.cand_probe[e] == UNTESTED && group[r.cand_idx[e] as usize] != Q
         };
-        // Each row's sample: of its untested P blocks (two at least), the one of least hash.
-        // Group `palette` is the sample probe.
-        let sample = palette as u32;
-        let mut sampled = Vec::new();
+        // Samples: a row's untested P block of least hash (of two at least), alone among the
+        // row's candidates in its sample probe: no other row's sample there is one of them, and
+        // its block is none of theirs. Group `palette + j` is sample probe j.
+        let mut probes: Vec<Vec<(u32, u32)>> = filled(Vec::new(), SAMPLE_PROBES, "probes")?;
         for &i in &rows {
             let range = self.cand_ptr[i as usize]..self.cand_ptr[i as usize + 1];
             let open = || range.clone().filter(|&e| untested(self, e, &group));
-            if open().nth(1).is_some() {
-                let least = open().min_by_key(|&e| hash(self.cand_idx[e], shift));
-                let e = least.expect("two open blocks");
-                group[self.cand_idx[e] as usize] = sample;
-                push(&mut sampled, i, "rows")?;
+            if open().nth(1).is_none() {
+                continue;
+            }
+            let least = open().min_by_key(|&e| hash(self.cand_idx[e], shift));
+            let b = self.cand_idx[least.expect("two open blocks")];
+            let apart = |p: &Vec<(u32, u32)>| {
+                p.iter()
+                    .all(|&(r, c)| !self.holds(i, c) && !self.holds(r, b))
+            };
+            if let Some(j) = probes.iter().position(apart) {
+                reserve(&mut probes[j], 1, "samples")?;
+                probes[j].push((i, b));
+                group[b as usize] = (palette + j) as u32;
             }
         }
         // The other untested P blocks: their group (made dense below).
-        let mut used = filled(false, palette + 1, "probes")?;
-        used[palette] = !sampled.is_empty();
+        let mut used = filled(false, palette + SAMPLE_PROBES, "probes")?;
+        for (j, p) in probes.iter().enumerate() {
+            used[palette + j] = !p.is_empty();
+        }
         for &i in &rows {
             for e in self.cand_ptr[i as usize]..self.cand_ptr[i as usize + 1] {
                 let b = self.cand_idx[e] as usize;
@@ -198,13 +238,14 @@ impl Refine {
                 }
             }
         }
-        // The groups that hold a block, numbered from `first` (the sample last).
-        let mut number = filled(NONE, palette + 1, "probes")?;
+        // The groups that hold a block, numbered from `first` (the samples last).
+        let mut number = filled(NONE, palette + SAMPLE_PROBES, "probes")?;
         let mut count = 0u32;
         for (g, _) in used.iter().enumerate().filter(|(_, &u)| u) {
             number[g] = first as u32 + count;
             count += 1;
         }
+        let groups = used[..palette].iter().filter(|&&u| u).count();
         let mut cols: Vec<Vec<u32>> = filled(Vec::new(), count as usize, "probes")?;
         for (b, &g) in group.iter().enumerate() {
             if g < Q {
@@ -222,10 +263,15 @@ impl Refine {
                 }
             }
         }
-        for &i in &sampled {
-            self.wide.track(i)?;
+        let mut sampled = Vec::new();
+        for (j, p) in probes.iter().enumerate() {
+            for &(i, _) in p {
+                self.wide.track(i)?;
+                push(&mut sampled, (number[palette + j], i), "samples")?;
+            }
         }
-        self.wide.first = first;
+        self.wide.changes = filled(0, rows.len(), "rows")?;
+        (self.wide.first, self.wide.groups) = (first, groups);
         self.wide.count = count as usize;
         (self.wide.rows, self.wide.sampled) = (rows, sampled);
         Ok(cols)
