@@ -289,6 +289,49 @@ fn a_wide_row_among_sparse_ones_is_traced_exactly() {
     );
 }
 
+/// A wide row whose NaNs lose their payloads (a default NaN made inside) names no input, so
+/// it could never be recognised dense: an arrowhead whose dense row is blind took one probe per
+/// column (20057 evaluations at n = 2 x 10^4), and so did a blind row of about 100 spread
+/// dependencies among tagged sparse rows (20172 with the check). With probes of its own the
+/// blind row's blocks are group-tested, and a row whose sampled block changes at three levels
+/// in a row is taken for dense (`planner/refine/wide.rs`): 82 and 2320 evaluations.
+#[test]
+fn a_blind_wide_row_costs_far_less_than_one_hot() {
+    let n = 20_000;
+    let truth = synthetic::arrowhead(n);
+    let got = run(&truth, Strategy::Payload, Winner::Anonymous, 1);
+    assert_within_cap(&truth, &got, "arrowhead, payloads lost");
+    assert_eq!(got.col_idx(), truth.col_idx(), "arrowhead, payloads lost");
+    assert!(
+        got.report.evaluations < 200,
+        "arrowhead, payloads lost: {}",
+        got.report.evaluations
+    );
+    // One blind row of about 100 among rows with payloads, checked.
+    let sparse = synthetic::random_sparse(n, n, 5, 42);
+    let mut rng = synthetic::Rng::new(3);
+    let truth = synthetic::from_rows(n, n, |i, r| match i {
+        0 => r.extend((0..n).filter(|_| rng.below(n) < 100)),
+        _ => r.extend(sparse.row(i).iter().map(|&j| j as usize)),
+    });
+    let mut tagged = Synthetic::new(&truth, Winner::Random, 1);
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        nanprop::driver::BlackBox::eval(&mut tagged, x, y)?;
+        if y[0].is_nan() {
+            y[0] = f64::NAN;
+        }
+        Ok(())
+    };
+    let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 0.01).collect();
+    let got = trace(&mut f, n, &x0, &TraceOptions::default()).expect("trace succeeds");
+    assert_exact(&truth, &got, "one blind row of about 100, checked");
+    assert!(
+        got.report.evaluations < 4000,
+        "one blind row of about 100, checked: {}",
+        got.report.evaluations
+    );
+}
+
 #[test]
 fn one_hot_costs_n_plus_one() {
     let truth = synthetic::banded(57, 2);

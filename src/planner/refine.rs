@@ -46,10 +46,12 @@
 //! leaves one in 8 of the listed blocks untested that way, the cap grows by a quarter for the
 //! levels after it (random 32 per row at n = 10^5: 2906 -> 2167 evaluations;
 //! `level.rs`, `grows_cap`). A row left out of a coarse level's coloring because it holds half its
-//! blocks (*wide*) is tested only in probes holding none of its Q blocks; when it has a tag
-//! and its known dependencies do not fill 3/4 of its blocks, its P blocks no colored probe
-//! tests go to probes of its own, added to the step (`refine/wide.rs`): a row of 100 spread
-//! dependencies among sparse ones is traced exactly instead of kept as n assumed entries. After the step every surviving candidate block
+//! blocks (*wide*) is tested only in probes holding none of its Q blocks; when its known
+//! dependencies do not fill 3/4 of its blocks, its P blocks no colored probe tests (a blind
+//! row's all) go to probes of its own, added to the step (`refine/wide.rs`): a row of 100
+//! spread dependencies among sparse ones is traced exactly instead of kept as n assumed
+//! entries, and a sampled block of each tells a dense one, blind or not, within two or three
+//! levels. After the step every surviving candidate block
 //! is split in two (in four once the rows have settled: "Termination and cost"), parts
 //! without an unknown column are dropped, and the next level starts.
 //!
@@ -164,7 +166,9 @@
 //! least 8 of its blocks (dense at this scale) is left out of the coloring at coarse levels
 //! even before that: it would make every block conflict with every other; its blocks are
 //! tested only in probes holding none of its known dependencies. Without a cap (`usize::MAX`)
-//! no row is recognised dense. A pattern whose rows were recognised dense can be nearly dense:
+//! no row is recognised dense. A wide row whose sampled blocks showed it dense is recognised
+//! dense too, blind or not (`refine/wide.rs`). A pattern whose rows were recognised dense can
+//! be nearly dense:
 //! the check then leaves them out (`trace/check.rs`).
 //!
 //! # The cap, and falling back to one probe per column

@@ -627,8 +627,8 @@ impl Refine {
                 debug_assert!(!parked);
                 k_idx.truncate(start);
                 push(&mut suspected, i as u32, "rows")?;
-                if q > 0 && !(q >= DENSE_MIN && 4 * q >= 3 * len) {
-                    // Tagged, and not dense at this scale: probes of its own (`wide.rs`).
+                if !(q >= DENSE_MIN && 4 * q >= 3 * len) {
+                    // Not dense at this scale: probes of its own (`wide.rs`).
                     push(&mut wide_rows, i as u32, "rows")?;
                 }
                 continue;
@@ -995,7 +995,7 @@ struct Listing {
     k_idx: Vec<u32>,
     /// Rows dense at this scale or wide, left out of the coloring.
     suspected: Vec<u32>,
-    /// Of those, the tagged wide rows not dense at this scale: they get probes of their own
+    /// Of those, the wide rows not dense at this scale: they get probes of their own
     /// (`wide.rs`).
     wide: Vec<u32>,
     /// Runs of parked rows and their lists' ordinals ([`super::super::parked::Parked::spans`]).

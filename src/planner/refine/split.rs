@@ -731,14 +731,16 @@ impl Refine {
                 (&back_idx[..], &back_words[..])
             };
             // Recognising a row dense takes DENSE_MIN known dependencies: most rows skip it.
-            let is_dense = deps.len() >= DENSE_MIN
+            let is_dense = (deps.len() >= DENSE_MIN
                 && self.recognised_dense(
                     deps,
                     (blocks, words),
                     s,
                     (next.dense_at, next.leaf_dense_at),
                     &mut changed_in,
-                )?;
+                )?)
+                // A wide row whose samples showed it dense (`wide.rs`), under a cap.
+                || (self.cap != usize::MAX && self.wide.dense(i as u32));
             let row_start = idx.len();
             let may_park = s > 0 && self.parked.enabled && !is_dense && deps.len() < DENSE_MIN;
             // Survivors, those holding a dependency, those holding one and an unknown column.

@@ -15,14 +15,14 @@
 //!
 //! # Probes of their own
 //!
-//! A tagged wide row (it has a known dependency, and its known dependencies do not fill 3/4 of
-//! its blocks: not dense at this scale) has its P blocks that no colored probe tests put in
-//! probes of its own, added to the step: each holds P blocks of wide rows and no Q block of
-//! any, split into `palette` groups by a hash of the block. For the row, such a probe either
-//! leaves its output unchanged, and every one of its P blocks there is zero, or changes it
-//! with a tag the row did not know (the probe holds none of its known dependencies), or with
-//! no tag. A row that knows all its dependencies has every such block proven zero by one probe
-//! a level; a row still learning learns about one dependency per own probe that changes it.
+//! A wide row not dense at this scale (its known dependencies do not fill 3/4 of its blocks)
+//! has its P blocks that no colored probe tests put in probes of its own, added to the step:
+//! each holds P blocks of wide rows and no Q block of any, split into `palette` *group* probes
+//! by a hash of the block. For the row, such a probe either leaves its output unchanged, and
+//! every one of its P blocks there is zero, or changes it with a tag the row did not know (the
+//! probe holds none of its known dependencies), or with no tag. A row that knows all its
+//! dependencies has every such block proven zero by one probe a level; a row still learning
+//! learns about one dependency per own probe that changes it.
 //!
 //! The palette adapts: the next level's is twice the most group probes one wide row changed in
 //! (at least 1; 2 at the first level with wide rows), within what the coarse allowance leaves
@@ -31,34 +31,47 @@
 //! The row above: 458 evaluations at 2 x 10^4 and 816 at 10^5, exact
 //! (`a_wide_row_among_sparse_ones_is_traced_exactly` in `tests/planners.rs`).
 //!
-//! Own probes are made at a level with at most `WIDE_ROWS_MOST` (2) tagged wide rows. The
-//! check verifies a row of about n columns by two evaluations of its own that move every
-//! column it does not depend on, for at most 2 n columns in all (`trace/check.rs`, heavy
-//! rows); a third such row is traced again alone, and there, with nothing to keep its blocks
-//! apart, it learns one dependency a level and is recognised dense after all: random 5 per row
-//! with 10 rows of 100 spread dependencies took 6154 evaluations with own probes for all of
-//! them (the check and the re-traces 3622 of them) and 239 without, with the rows assumed
-//! either way. Checking many heavy rows without a class of n columns each is not built.
+//! A *blind* wide row (no tag came back for it: a black box that makes its own NaNs) has all
+//! its P blocks in group probes, tested or not: its colored probes, a few for all its blocks,
+//! always change and teach it nothing, while group probes are group testing: those that leave
+//! it unchanged prove their blocks zero, and the palette grows until some do.
+//!
+//! Own probes are made at a level with at most `WIDE_ROWS_MOST` (2) wide rows. The check
+//! verifies a row of about n columns by two evaluations of its own that move every column it
+//! does not depend on, for at most 2 n columns in all (`trace/check.rs`, heavy rows); a third
+//! such row is traced again alone, and there, with nothing to keep its blocks apart, it learns
+//! one dependency a level and is recognised dense after all: random 5 per row with 10 rows of
+//! 100 spread dependencies took 6854 evaluations with own probes for all of them, most of them
+//! the check's and the re-traces', and 239 without, with the rows assumed either way. Checking
+//! many heavy rows without a class of n columns each is not built.
 //!
 //! # Dense rows
 //!
 //! A dense row changes in every own probe and teaches one dependency in each: the palette
 //! would double until the row is recognised dense by its proven dependencies (`split.rs`),
 //! about 2 n / 64 probes (445 evaluations instead of 191 at 2 x 10^4 with a dense row among
-//! the random ones). So each wide row also has one of its P blocks, the one of least hash, in
-//! a *sample* probe (after the group probes), alone among the row's candidates. A row whose
+//! the random ones); a blind dense row is never recognised by dependencies, and took one probe
+//! per column. So each wide row also has one of its P blocks, the one of least hash, in a
+//! *sample* probe (after the group probes), alone among the row's candidates. A row whose
 //! dependencies lie apart holds about as many blocks as twice its dependencies when it turns
 //! wide, so a block holds one with odds of a half at most, and the odds halve with the blocks'
 //! width every level; a dense row's sample always changes. Two rows' samples share a probe
 //! only if neither block is a candidate of the other row. A row whose sample changed in
-//! `DENSE_STREAK` (2) levels in a row gets no more own probes, and is recognised dense as
-//! before: the dense row costs 8 evaluations more than it did (arrowhead n = 10^6: 71 -> 79).
-//! Rows dense at this scale (known dependencies in 3/4 of their blocks) get none from the
-//! start. Blind rows (no tag) get none: a probe teaches them no dependency, and a blind dense
-//! row among tagged ones still sends the trace to one probe per column.
+//! `DENSE_STREAK` (2) levels in a row is taken for dense: under a cap it is recognised dense
+//! at the end of the step (`split.rs`), its unknown columns kept as assumed entries, and it
+//! gets no more own probes. The dense row among random ones costs 8 evaluations more than it
+//! did (arrowhead n = 10^6: 71 -> 79). A blind row takes `BLIND_DENSE_STREAK` (3): it turns
+//! wide with none of its blocks proven zero (its colored probes taught it nothing), so its
+//! sample's odds start higher; with 2, a blind row of 100 spread dependencies among 2 x 10^4
+//! columns was taken for dense. An arrowhead whose dense row is blind, n = 2 x 10^4: 20057
+//! evaluations (one probe per column) -> 82; a blind row of 100 among tagged random rows,
+//! checked: 20172 -> 2320, exact (`a_blind_wide_row_costs_far_less_than_one_hot`). Rows dense
+//! at this scale get no own probes from the start.
 //!
 //! Fingerprint suite (1168 traces, none with a wide row but the arrowhead's dense one):
-//! 231762 -> 231978 evaluations, the arrowhead +3 to +8 (32 traces), nothing else changed.
+//! 231762 -> 131904 evaluations: the arrowhead whose payloads are lost 20057 -> 82 at
+//! n = 2 x 10^4, 4146 -> 71 at 4099, 1038 -> 63 at 1000, 288 -> 296 at 257 (which ends one
+//! probe per column either way); with payloads +3 to +8.
 
 use super::{Refine, NONE, UNTESTED};
 use crate::error::{filled, push, reserve, Result};
@@ -66,6 +79,8 @@ use crate::error::{filled, push, reserve, Result};
 /// A wide row whose sampled block changed in this many levels in a row is taken for dense:
 /// it gets no more own probes.
 const DENSE_STREAK: u32 = 2;
+/// The same for a blind row (`wide.rs` module docs).
+const BLIND_DENSE_STREAK: u32 = 3;
 
 /// Own probes are made for at most this many wide rows at a level: the check verifies the
 /// zeros of two rows of about n columns directly (`trace/check.rs`, its heavy rows, at most
@@ -90,8 +105,9 @@ pub(super) struct Wide {
     changes: Vec<u32>,
     /// The sample probes' rows: (probe, row).
     sampled: Vec<(u32, u32)>,
-    /// Per row ever sampled (sorted by row): the levels in a row its sample changed.
-    streaks: Vec<(u32, u32)>,
+    /// Per row ever sampled (sorted by row): the levels in a row its sample changed, and how
+    /// many take it for dense.
+    streaks: Vec<(u32, u32, u32)>,
 }
 
 impl Wide {
@@ -137,17 +153,22 @@ impl Wide {
         self.sampled.clear();
     }
 
-    /// Whether row `i`'s samples changed in `DENSE_STREAK` levels in a row.
-    fn dense(&self, i: u32) -> bool {
+    /// Whether row `i`'s samples changed in `DENSE_STREAK` levels in a row: it is taken for
+    /// dense.
+    pub(super) fn dense(&self, i: u32) -> bool {
         (self.streaks.binary_search_by_key(&i, |s| s.0))
-            .is_ok_and(|at| self.streaks[at].1 >= DENSE_STREAK)
+            .is_ok_and(|at| self.streaks[at].1 >= self.streaks[at].2)
     }
 
-    /// Keeps a streak for row `i` (0 when new).
-    fn track(&mut self, i: u32) -> Result<()> {
+    /// Keeps a streak for row `i` (0 when new; `blind`: it has no known dependency).
+    fn track(&mut self, i: u32, blind: bool) -> Result<()> {
         if let Err(at) = self.streaks.binary_search_by_key(&i, |s| s.0) {
             reserve(&mut self.streaks, 1, "rows")?;
-            self.streaks.insert(at, (i, 0));
+            let need = match blind {
+                true => BLIND_DENSE_STREAK,
+                false => DENSE_STREAK,
+            };
+            self.streaks.insert(at, (i, 0, need));
         }
         Ok(())
     }
@@ -195,8 +216,10 @@ impl Refine {
                 group[(d >> shift) as usize] = Q;
             }
         }
-        let untested = |r: &Refine, e: usize, group: &[u32]| {
-            r.cand_probe[e] == UNTESTED && group[r.cand_idx[e] as usize] != Q
+        // A row's P blocks for own probes: those no colored probe tests; a blind row's all (its
+        // colored probes, a few for all its blocks, teach it nothing).
+        let untested = |r: &Refine, e: usize, blind: bool, group: &[u32]| {
+            (blind || r.cand_probe[e] == UNTESTED) && group[r.cand_idx[e] as usize] != Q
         };
         // Samples: a row's untested P block of least hash (of two at least), alone among the
         // row's candidates in its sample probe: no other row's sample there is one of them, and
@@ -204,7 +227,8 @@ impl Refine {
         let mut probes: Vec<Vec<(u32, u32)>> = filled(Vec::new(), SAMPLE_PROBES, "probes")?;
         for &i in &rows {
             let range = self.cand_ptr[i as usize]..self.cand_ptr[i as usize + 1];
-            let open = || range.clone().filter(|&e| untested(self, e, &group));
+            let blind = self.deps(i as usize).is_empty();
+            let open = || range.clone().filter(|&e| untested(self, e, blind, &group));
             if open().nth(1).is_none() {
                 continue;
             }
@@ -226,9 +250,10 @@ impl Refine {
             used[palette + j] = !p.is_empty();
         }
         for &i in &rows {
+            let blind = self.deps(i as usize).is_empty();
             for e in self.cand_ptr[i as usize]..self.cand_ptr[i as usize + 1] {
                 let b = self.cand_idx[e] as usize;
-                if untested(self, e, &group) && group[b] == NONE {
+                if untested(self, e, blind, &group) && group[b] == NONE {
                     let g = (hash(b as u32, shift) % palette as u64) as usize;
                     (group[b], used[g]) = (g as u32, true);
                 }
@@ -252,9 +277,10 @@ impl Refine {
             }
         }
         for &i in &rows {
+            let blind = self.deps(i as usize).is_empty();
             for e in self.cand_ptr[i as usize]..self.cand_ptr[i as usize + 1] {
                 let g = group[self.cand_idx[e] as usize];
-                if self.cand_probe[e] == UNTESTED && g < Q {
+                if (blind || self.cand_probe[e] == UNTESTED) && g < Q {
                     self.cand_probe[e] = number[g as usize];
                 }
             }
@@ -262,7 +288,7 @@ impl Refine {
         let mut sampled = Vec::new();
         for (j, p) in probes.iter().enumerate() {
             for &(i, _) in p {
-                self.wide.track(i)?;
+                self.wide.track(i, self.deps(i as usize).is_empty())?;
                 push(&mut sampled, (number[palette + j], i), "samples")?;
             }
         }
