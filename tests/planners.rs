@@ -226,6 +226,24 @@ fn dense_rows_are_recognised_and_cost_far_less_than_one_hot() {
     );
 }
 
+/// Random 5 per row, n x n (seed 42), its first `rows` rows replaced by rows of about `each`
+/// dependencies spread at random (seed 3; `each = n`: dense).
+fn with_wide_rows(n: usize, rows: usize, each: usize) -> Pattern {
+    let sparse = synthetic::random_sparse(n, n, 5, 42);
+    let mut rng = synthetic::Rng::new(3);
+    synthetic::from_rows(n, n, |i, r| match (i < rows, each >= n) {
+        (true, true) => r.extend(0..n),
+        (true, false) => r.extend((0..n).filter(|_| rng.below(n) < each)),
+        (false, _) => r.extend(sparse.row(i).iter().map(|&j| j as usize)),
+    })
+}
+
+/// `f` of n inputs and outputs traced with the default options (the check included).
+fn checked(f: &mut dyn nanprop::driver::BlackBox, n: usize) -> Pattern {
+    let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 0.01).collect();
+    trace(f, n, &x0, &TraceOptions::default()).expect("trace succeeds")
+}
+
 /// A row with a hundred dependencies spread among sparse rows is wide at the levels where it
 /// holds half the blocks: it is left out of their coloring, and its known dependencies fill
 /// every color, so no colored probe tested it. Its unknown columns were then kept as assumed
@@ -237,15 +255,7 @@ fn dense_rows_are_recognised_and_cost_far_less_than_one_hot() {
 #[test]
 fn a_wide_row_among_sparse_ones_is_traced_exactly() {
     for (n, most) in [(20_000, 600), (100_000, 1000)] {
-        let sparse = synthetic::random_sparse(n, n, 5, 42);
-        let mut rng = synthetic::Rng::new(3);
-        let with_row = |wide: &mut dyn FnMut(&mut Vec<usize>)| {
-            synthetic::from_rows(n, n, |i, r| match i {
-                0 => wide(r),
-                _ => r.extend(sparse.row(i).iter().map(|&j| j as usize)),
-            })
-        };
-        let truth = with_row(&mut |r| r.extend((0..n).filter(|_| rng.below(n) < 100)));
+        let truth = with_wide_rows(n, 1, 100);
         assert!(
             (70..130).contains(&truth.row(0).len()),
             "{}",
@@ -256,8 +266,13 @@ fn a_wide_row_among_sparse_ones_is_traced_exactly() {
         // A dense row: recognised dense, a few dozen evaluations more than the sparse rows
         // alone (at 10^5 without the check: 194 alone, 230 before own probes, 238 with them; an
         // own palette that doubled until the row was proven dense took 445 at 2 x 10^4).
-        let alone = run(&sparse, Strategy::Payload, Winner::Random, 1);
-        let truth = with_row(&mut |r| r.extend(0..n));
+        let alone = run(
+            &with_wide_rows(n, 0, 0),
+            Strategy::Payload,
+            Winner::Random,
+            1,
+        );
+        let truth = with_wide_rows(n, 1, n);
         let got = run(&truth, Strategy::Payload, Winner::Random, 1);
         assert_eq!(got.col_idx(), truth.col_idx(), "{n}: the dense row");
         assert!(
@@ -271,16 +286,8 @@ fn a_wide_row_among_sparse_ones_is_traced_exactly() {
     // would trace the others again, alone, where they are recognised dense after all. They get
     // no own probes and are assumed as before: 239 evaluations (with own probes for all ten:
     // 6854, most of them the check's and the re-traces').
-    let n = 20_000;
-    let sparse = synthetic::random_sparse(n, n, 5, 42);
-    let mut rng = synthetic::Rng::new(3);
-    let truth = synthetic::from_rows(n, n, |i, r| match i < 10 {
-        true => r.extend((0..n).filter(|_| rng.below(n) < 100)),
-        false => r.extend(sparse.row(i).iter().map(|&j| j as usize)),
-    });
-    let mut f = Synthetic::new(&truth, Winner::Random, 1);
-    let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 0.01).collect();
-    let got = trace(&mut f, n, &x0, &TraceOptions::default()).expect("trace succeeds");
+    let truth = with_wide_rows(20_000, 10, 100);
+    let got = checked(&mut Synthetic::new(&truth, Winner::Random, 1), 20_000);
     assert_within_cap(&truth, &got, "ten wide rows, checked");
     assert!(
         got.report.evaluations < 400,
@@ -308,12 +315,7 @@ fn a_blind_wide_row_costs_far_less_than_one_hot() {
         got.report.evaluations
     );
     // One blind row of about 100 among rows with payloads, checked.
-    let sparse = synthetic::random_sparse(n, n, 5, 42);
-    let mut rng = synthetic::Rng::new(3);
-    let truth = synthetic::from_rows(n, n, |i, r| match i {
-        0 => r.extend((0..n).filter(|_| rng.below(n) < 100)),
-        _ => r.extend(sparse.row(i).iter().map(|&j| j as usize)),
-    });
+    let truth = with_wide_rows(n, 1, 100);
     let mut tagged = Synthetic::new(&truth, Winner::Random, 1);
     let mut f = |x: &[f64], y: &mut [f64]| {
         nanprop::driver::BlackBox::eval(&mut tagged, x, y)?;
@@ -322,8 +324,7 @@ fn a_blind_wide_row_costs_far_less_than_one_hot() {
         }
         Ok(())
     };
-    let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 0.01).collect();
-    let got = trace(&mut f, n, &x0, &TraceOptions::default()).expect("trace succeeds");
+    let got = checked(&mut f, n);
     assert_exact(&truth, &got, "one blind row of about 100, checked");
     assert!(
         got.report.evaluations < 4000,
