@@ -190,9 +190,10 @@ impl Refine {
             .is_ok()
     }
 
-    /// Gives the tagged wide `rows` (sorted) probes of their own after the coloring (module
-    /// docs): each of their P blocks that no colored probe tests (its word `UNTESTED`, and no
-    /// Q block of a wide row) goes to one of at most `palette` group probes, or, one per row,
+    /// Gives the wide `rows` (sorted) probes of their own after the coloring (module docs):
+    /// each of their P blocks that no colored probe tests (its word `UNTESTED`; a blind row's
+    /// every one), and that is no Q block of a wide row, goes to one of at most `palette` group
+    /// probes, or, one per row,
     /// to a sample probe (after the groups); the probes are numbered from `first`, and the
     /// blocks' words say which. Rows taken for dense get none. Returns the own probes' columns
     /// (none empty), to follow the colored ones.
