@@ -36,14 +36,13 @@
 //! always change and teach it nothing, while group probes are group testing: those that leave
 //! it unchanged prove their blocks zero, and the palette grows until some do.
 //!
-//! Own probes are made at a level with at most `WIDE_ROWS_MOST` (2) wide rows. The check
-//! verifies a row of about n columns by two evaluations of its own that move every column it
-//! does not depend on, for at most 2 n columns in all (`trace/check.rs`, heavy rows); a third
-//! such row is traced again alone, and there, with nothing to keep its blocks apart, it learns
-//! one dependency a level and is recognised dense after all: random 5 per row with 10 rows of
-//! 100 spread dependencies took 6854 evaluations with own probes for all of them, most of them
-//! the check's and the re-traces', and 239 without, with the rows assumed either way. Checking
-//! many heavy rows without a class of n columns each is not built.
+//! Own probes are made at a level with at most `WIDE_ROWS_MOST` (64) wide rows; more are a
+//! nearly dense pattern, whose rows are recognised dense or end one probe per column. Many
+//! heavy rows are checked in a coloring of their own (`trace/check.rs`); before it, the check
+//! traced every heavy row past two of about n columns again, alone, where it was recognised
+//! dense after all, and own probes were limited to two wide rows: random 5 per row with ten
+//! rows of 100 spread dependencies cost 239 evaluations with the rows assumed, 6854 with own
+//! probes for all ten; now 907 (`steps` example), exact.
 //!
 //! # Dense rows
 //!
@@ -69,9 +68,10 @@
 //! at this scale get no own probes from the start.
 //!
 //! Fingerprint suite (1168 traces, none with a wide row but the arrowhead's dense one):
-//! 231762 -> 131904 evaluations: the arrowhead whose payloads are lost 20057 -> 82 at
+//! 231762 -> 131916 evaluations: the arrowhead whose payloads are lost 20057 -> 82 at
 //! n = 2 x 10^4, 4146 -> 71 at 4099, 1038 -> 63 at 1000, 288 -> 296 at 257 (which ends one
-//! probe per column either way); with payloads +3 to +8.
+//! probe per column either way); with payloads +3 to +8; random 12 per row at n = 257 without
+//! payloads +3.
 
 use super::{Refine, NONE, UNTESTED};
 use crate::error::{filled, push, reserve, Result};
@@ -82,14 +82,12 @@ const DENSE_STREAK: u32 = 2;
 /// The same for a blind row (`wide.rs` module docs).
 const BLIND_DENSE_STREAK: u32 = 3;
 
-/// Own probes are made for at most this many wide rows at a level: the check verifies the
-/// zeros of two rows of about n columns directly (`trace/check.rs`, its heavy rows, at most
-/// 2 n columns in all), and traces the others again, row by row, where each is recognised
-/// dense after all.
-pub(super) const WIDE_ROWS_MOST: usize = 2;
+/// Own probes are made for at most this many wide rows at a level (module docs).
+pub(super) const WIDE_ROWS_MOST: usize = 64;
 
-/// At most this many sample probes a step: one per wide row at most.
-pub(super) const SAMPLE_PROBES: usize = WIDE_ROWS_MOST;
+/// At most this many sample probes a step (rows whose candidates hold each other's samples
+/// cannot share one).
+pub(super) const SAMPLE_PROBES: usize = 4;
 
 /// The wide rows' own probes of the current step, and how many the next step makes.
 #[derive(Debug, Default)]
