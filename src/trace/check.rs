@@ -592,28 +592,18 @@ impl Check {
             typical,
             slack,
         };
-        let failed = match test.heavy {
+        let (first, second) = match test.heavy {
             true => {
-                let mut failed = Vec::new();
-                for &i in &self.colored_rows {
-                    if test.fails(i as usize, &changed) {
-                        push(&mut failed, i, "rows that failed")?;
-                    }
-                }
-                failed
+                let rows = self.colored_rows.iter().map(|&i| i as usize);
+                (test.alarms(rows, &changed), Ok(Vec::new()))
             }
-            false => {
-                let (first, second) = both(
-                    cut < rows,
-                    || test.alarms(0..cut, &changed),
-                    || test.alarms(cut..rows, &changed),
-                );
-                let mut failed = first?;
-                failed.extend(second?);
-                failed
-            }
+            false => both(
+                cut < rows,
+                || test.alarms(0..cut, &changed),
+                || test.alarms(cut..rows, &changed),
+            ),
         };
-        for i in failed {
+        for i in first?.into_iter().chain(second?) {
             self.alarms.set(i as usize, true);
         }
         // Done only now: a class whose test did not finish (an allocation failed) is not
@@ -676,7 +666,7 @@ impl Test<'_> {
     /// The rows of `rows` that fail (increasing).
     fn alarms(
         &self,
-        rows: std::ops::Range<usize>,
+        rows: impl IntoIterator<Item = usize>,
         changed: &impl Fn(f64, f64) -> bool,
     ) -> Result<Vec<u32>> {
         let mut failed = Vec::new();
