@@ -232,12 +232,7 @@ impl Check {
         // entries too (`Check::into_pattern`).
         let mut unchecked = zero_bits(m, "unchecked rows")?;
         if 2 * c.num_colors > n {
-            let kinds = pattern.kinds();
-            let holds_assumed = |i: usize| {
-                let (a, b) = (pattern.row_ptr()[i], pattern.row_ptr()[i + 1]);
-                kinds[a..b].contains(&EntryKind::Assumed)
-            };
-            for i in (0..m).filter(|&i| is_light(pattern.row(i)) && holds_assumed(i)) {
+            for i in (0..m).filter(|&i| is_light(pattern.row(i)) && holds_assumed(&pattern, i)) {
                 unchecked.set(i, true);
             }
             if unchecked.any() {
@@ -329,12 +324,10 @@ impl Check {
         // their traced columns.)
         let mut colored = zero_bits(m, "heavy rows")?;
         let mut colored_rows = Vec::new();
-        let kinds = pattern.kinds();
         for i in 0..heavy_rows_below {
             let row = pattern.row(i);
             if row.len() > limit && row.len() < n && !direct[i] {
-                let (a, b) = (pattern.row_ptr()[i], pattern.row_ptr()[i + 1]);
-                if kinds[a..b].contains(&EntryKind::Assumed) {
+                if holds_assumed(&pattern, i) {
                     unchecked.set(i, true);
                     continue;
                 }
@@ -402,6 +395,11 @@ impl Check {
         (0..self.pattern.rows()).any(|i| baseline[i].is_finite() && self.pattern.row(i).len() < n)
     }
 
+    /// Where the heavy rows' own classes end: the classes of their own coloring follow.
+    fn direct_end(&self) -> usize {
+        self.colors_len + self.heavy.len()
+    }
+
     /// Classes in the check (each costs two evaluations).
     pub(crate) fn classes(&self) -> usize {
         self.classes.len()
@@ -443,10 +441,11 @@ impl Check {
         let mut kept: Vec<(u32, u32, EntryKind)> = Vec::new();
         for class in self.done.iter_zeros() {
             let cols = &self.classes[class];
-            let direct_end = self.colors_len + self.heavy.len();
             let rows: Box<dyn Iterator<Item = usize>> = match class.checked_sub(self.colors_len) {
                 None => Box::new(0..m),
-                Some(h) if class < direct_end => Box::new(std::iter::once(self.heavy[h] as usize)),
+                Some(h) if class < self.direct_end() => {
+                    Box::new(std::iter::once(self.heavy[h] as usize))
+                }
                 // A class of the heavy rows' own coloring: only they are tested in it.
                 Some(_) => Box::new(self.colored_rows.iter().map(|&i| i as usize)),
             };
@@ -534,7 +533,7 @@ impl Check {
         } else {
             (&other[..], y, id - 1)
         };
-        let direct_end = self.colors_len + self.heavy.len();
+        let direct_end = self.direct_end();
         if class >= self.colors_len && class < direct_end {
             // A heavy row's own class: nothing it depends on moved.
             let i = self.heavy[class - self.colors_len] as usize;
@@ -717,6 +716,12 @@ impl Test<'_> {
             }
         }
     }
+}
+
+/// Whether row `i` of `pattern` holds an assumed entry (a row recognised dense).
+fn holds_assumed(pattern: &Pattern, i: usize) -> bool {
+    let (a, b) = (pattern.row_ptr()[i], pattern.row_ptr()[i + 1]);
+    pattern.kinds()[a..b].contains(&EntryKind::Assumed)
 }
 
 /// The default coloring of the rows of `pattern` that `keep` accepts (given each row's index
