@@ -303,7 +303,8 @@ fn a_wide_row_among_sparse_ones_is_traced_exactly() {
 /// past the two now get a coloring of their own (at most n / 8 colors), each class moving
 /// no two of their traced columns: exact, nothing traced again. A dependency of the third row
 /// that an `fmax` absorbs at x0 still fails the check in those classes, and the row is traced
-/// again: the dependency is not missed (the row, traced alone, is recognised dense there).
+/// again: the dependency is not missed, and the row's zeros are proven (it was recognised dense
+/// there, and is peeled now).
 #[test]
 fn heavy_rows_past_two_are_checked_in_a_coloring_of_their_own() {
     let n = 20_000;
@@ -335,9 +336,60 @@ fn heavy_rows_past_two_are_checked_in_a_coloring_of_their_own() {
     let missed = (hidden.row(2).iter()).filter(|&&j| !got.contains(2, j as usize));
     assert_eq!(missed.count(), 0, "row 2 misses a dependency");
     assert!(got.contains(2, h), "the absorbed dependency is kept");
+    // Traced again alone, the row is peeled (`planner/refine/peel.rs`), its absorbed
+    // dependency found by halving the probe verification saw change: exact, where its 19974
+    // zeros were kept as assumed entries.
+    assert_eq!(got.row(2), hidden.row(2), "row 2, traced again");
+    assert_eq!(got.report.assumed, 0);
+    let at = got.row(2).binary_search(&(h as u32)).unwrap() + got.row_ptr()[2];
+    assert_eq!(got.kinds()[at], EntryKind::Perturbation);
     assert!((0..n)
         .filter(|&i| i != 2)
         .all(|i| got.row(i) == truth.row(i)));
+}
+
+/// A lone row of d spread dependencies (a scalar objective, m = 1) puts all its P blocks in one
+/// probe a level, which changes with one tag while the row holds an unknown dependency: a level
+/// taught one dependency and proved nothing zero, and before the last levels the row was
+/// recognised dense for what its unknown columns would cost: 14 evaluations and 9987 assumed
+/// entries at n = 10^4, d = 20 or 100. It is peeled now (`planner/refine/peel.rs`): one probe
+/// of all its unknown columns a step, each change a new tag, an unchanged output the end;
+/// exact in about d + 14 evaluations. A lone dense row is still taken for dense, by three
+/// samples of 32 columns that all change; and thirty rows of 100 among sparse rows (more than
+/// the wide rows' own probes resolve: 268 evaluations, 559704 assumed entries) are exact.
+#[test]
+fn rows_recognised_dense_for_their_cost_alone_are_peeled() {
+    let n = 10_000;
+    for d in [20, 100] {
+        let mut rng = synthetic::Rng::new(3);
+        let truth =
+            synthetic::from_rows(1, n, |_, r| r.extend((0..n).filter(|_| rng.below(n) < d)));
+        let got = run(&truth, Strategy::Payload, Winner::Random, 1);
+        assert_exact(&truth, &got, &format!("one row of about {d}"));
+        let most = truth.nnz() + 20;
+        assert!(
+            got.report.evaluations <= most,
+            "one row of {}: {} evaluations",
+            truth.nnz(),
+            got.report.evaluations
+        );
+    }
+    let truth = synthetic::dense(1, n);
+    let got = run(&truth, Strategy::Payload, Winner::Random, 1);
+    assert_eq!(got.col_idx(), truth.col_idx(), "one dense row");
+    assert!(
+        got.report.evaluations < 30,
+        "one dense row: {}",
+        got.report.evaluations
+    );
+    let truth = with_wide_rows(20_000, 30, 100);
+    let got = checked(&mut Synthetic::new(&truth, Winner::Random, 1), 20_000);
+    assert_exact(&truth, &got, "thirty rows of 100, checked");
+    assert!(
+        got.report.evaluations < 1500,
+        "thirty rows of 100, checked: {}",
+        got.report.evaluations
+    );
 }
 
 /// A wide row whose NaNs lose their payloads (a default NaN made inside) names no input, so

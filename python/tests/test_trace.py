@@ -45,6 +45,23 @@ def test_random_sparse_is_exact():
     assert p.evaluations < 800 + 1
 
 
+def test_a_scalar_objective_gets_its_exact_gradient_pattern():
+    # One output of 30 spread inputs among 5000: its blocks share one probe a level, which
+    # teaches one input and proves nothing zero, and the row ended with nearly every column
+    # an assumed entry; it is peeled now, one input a probe.
+    n = 5000
+    cols = np.random.default_rng(5).choice(n, 30, replace=False)
+
+    def objective(x):
+        return np.array([np.sum(np.sin(x[cols]))])
+
+    p = nanprop.trace(objective, np.full(n, 0.3))
+    assert p.shape == (1, n)
+    assert sorted(p.row(0)) == sorted(cols)
+    assert (p.kinds == nanprop.EntryKind.TRACED).all()
+    assert p.evaluations < 200, p.evaluations
+
+
 def test_pattern_round_trips_through_scipy_and_arrays():
     p = nanprop.trace(tridiagonal, np.zeros(50))
     A = p.to_scipy()

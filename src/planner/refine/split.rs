@@ -48,7 +48,7 @@ impl Refine {
 
     /// Whether the row with known dependencies `deps` and candidate blocks `blocks` (their
     /// words in `words`) is recognised dense at the end of this step (module docs), `s` being
-    /// the next level and `(dense_at, leaf_dense_at)` the thresholds the cap leaves.
+    /// the next level and `(dense_at, leaf_dense_at)` the thresholds the cap leaves, and why.
     /// `changed_in` is scratch.
     fn recognised_dense(
         &self,
@@ -57,7 +57,7 @@ impl Refine {
         s: u32,
         (dense_at, leaf_dense_at): (usize, usize),
         changed_in: &mut Vec<u32>,
-    ) -> Result<bool> {
+    ) -> Result<Dense> {
         // The row's dependency lower bound: its known ones, plus the probes in which it
         // changed with no known one (each holds one more); and its blocks that hold a known
         // dependency or changed, of all its blocks.
@@ -85,13 +85,21 @@ impl Refine {
         }
         let lower = deps.len() + changed_in.len();
         let blocks = blocks.len();
-        Ok((blocks >= DENSE_MIN_BLOCKS
+        if blocks >= DENSE_MIN_BLOCKS
             && 4 * hit >= 3 * blocks
             && deps.len() >= DENSE_MIN
-            && lower >= dense_at)
-            // Before the last two levels: the row's unknown columns would cost a quarter of
-            // what is left, about one probe each.
-            || (s <= 1 && deps.len() >= DENSE_MIN && unknown >= leaf_dense_at))
+            && lower >= dense_at
+        {
+            return Ok(Dense::Shown);
+        }
+        // Before the last two levels: the row's unknown columns would cost a quarter of what is
+        // left, about one probe each.
+        Ok(
+            match s <= 1 && deps.len() >= DENSE_MIN && unknown >= leaf_dense_at {
+                true => Dense::Costly,
+                false => Dense::Not,
+            },
+        )
     }
 
     /// Applies the outcomes of the told probes of the current step: drops candidates proven
@@ -146,7 +154,7 @@ impl Refine {
                     self.cand_probe.clear();
                 }
             }
-            Mode::Start | Mode::Done => {}
+            Mode::Start | Mode::Peel | Mode::Done => {}
         }
         Ok(())
     }
@@ -526,6 +534,8 @@ impl Refine {
             self.parked.span = self.parked.span.max(part.span);
             reserve(&mut self.dense, part.dense.len(), "dense rows")?;
             self.dense.extend_from_slice(&part.dense);
+            reserve(&mut self.peel.found, part.peel.len(), "rows to peel")?;
+            self.peel.found.extend_from_slice(&part.peel);
         }
         // The second half's first row's code, when its row before (in the first half) or the row
         // itself was parked or written back: the halves made every other code (`split_rows`).
@@ -731,16 +741,23 @@ impl Refine {
                 (&back_idx[..], &back_words[..])
             };
             // Recognising a row dense takes DENSE_MIN known dependencies: most rows skip it.
-            let is_dense = (deps.len() >= DENSE_MIN
-                && self.recognised_dense(
+            let dense = match deps.len() >= DENSE_MIN {
+                true => self.recognised_dense(
                     deps,
                     (blocks, words),
                     s,
                     (next.dense_at, next.leaf_dense_at),
                     &mut changed_in,
-                )?)
-                // A wide row whose samples showed it dense (`wide.rs`), under a cap.
-                || (self.cap != usize::MAX && self.wide.dense(i as u32));
+                )?,
+                false => Dense::Not,
+            };
+            // A wide row whose samples showed it dense (`wide.rs`), under a cap.
+            let sampled_dense = self.cap != usize::MAX && self.wide.dense(i as u32);
+            let is_dense = dense != Dense::Not || sampled_dense;
+            if dense == Dense::Costly && !sampled_dense {
+                // Nothing showed it dense: it is peeled at the end (`peel.rs`).
+                push(&mut out.peel, i as u32, "rows to peel")?;
+            }
             let row_start = idx.len();
             let may_park = s > 0 && self.parked.enabled && !is_dense && deps.len() < DENSE_MIN;
             // Survivors, those holding a dependency, those holding one and an unknown column.
@@ -866,6 +883,18 @@ struct SplitRows {
     touched: Vec<u32>,
     /// Columns kept for rows recognised dense.
     dense: Vec<(u32, u32, u32)>,
+    /// Of those rows, the ones recognised for their cost alone (`peel.rs`).
+    peel: Vec<u32>,
+}
+
+/// Whether a row is recognised dense at the end of a step ([`Refine::recognised_dense`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dense {
+    Not,
+    /// Its blocks showed it: 3/4 of them hold a known dependency or changed.
+    Shown,
+    /// Its unknown columns would cost too much at the last levels: nothing showed it dense.
+    Costly,
 }
 
 impl SplitRows {

@@ -1,0 +1,394 @@
+//! Peeling: the rows recognised dense for their cost alone, traced one dependency a probe.
+//!
+//! # The problem
+//!
+//! Before the last two levels a row whose unknown columns would cost a quarter of the probes the
+//! cap leaves (about one probe each there) is recognised dense (`split.rs`), its unknown columns
+//! kept as assumed entries. That is a rule about cost, not evidence: a row can come there with
+//! nearly every column unknown and few dependencies. A lone row (a scalar objective, m = 1)
+//! has nothing to share its probes with: each level puts all its P blocks in one probe, which
+//! changes with one tag while it holds an unknown dependency, so a level teaches one
+//! dependency and proves nothing zero. One row of 20 spread dependencies among 10^4 columns
+//! came out of 14 evaluations with 9987 assumed entries, all but 7 of them zeros, and a
+//! gradient colored on that costs one evaluation per column.
+//!
+//! # Peeling
+//!
+//! A row's probe holding all its unknown columns and none of its known dependencies either
+//! leaves the row unchanged, and every one of them is zero, or changes it with the tag of a
+//! dependency it did not know (whatever NaN wins, it is one of the probe's), which the next
+//! probe leaves out. So a row with u unknown dependencies is resolved in u + 1 probes of its
+//! own, at column granularity, with no level in between. When refining ends, each row
+//! recognised dense for its cost alone, with a known dependency (its tags come back) and whose
+//! sampled blocks did not show it dense (`wide.rs`), is peeled, at most `WIDE_ROWS_MOST` (64)
+//! rows (more are a nearly dense pattern): a step holds one probe per such row, and each told
+//! probe is read for every row peeled (a change with a new tag teaches any of them, and a
+//! probe holding nearly every column changes the others with their own tags: thirty rows of
+//! 100 learn about thirty dependencies a step each).
+//!
+//! A row stops, its unknown columns kept as assumed entries, when its own probe changes it with
+//! no new tag (a NaN without payload, a finite change), or after `unknown / 8` probes of its
+//! own (at least `DENSE_MIN`). A change only verification saw (an absorbed NaN: a row traced
+//! again after failing the check, every probe verified) splits the probe's columns in two for
+//! the next step, down to the one column that is the dependency, of kind
+//! [`crate::pattern::EntryKind::Perturbation`]. The peeling spends at most half of what the cap
+//! leaves, so the one-hot bound holds.
+//!
+//! # Dense rows
+//!
+//! A dense row would take one probe per column. In its first step each row with more than 128
+//! unknown columns also takes `SAMPLES` (3) probes of `SAMPLE_COLUMNS` (32) of them chosen by a
+//! hash: a row whose unknown dependencies are a fraction f of its unknown columns changes in
+//! one with odds `1 - (1 - f)^32` (0.27 at 1%, 0.97 at 10%), and a row every sample changed is
+//! taken for dense and stops. An unchanged sample proves its columns zero, and a changed one
+//! names a dependency, so the samples are not lost on a sparse row.
+//!
+//! # Cost
+//!
+//! One row among 10^4 columns, without the check (`steps` example, `one` family): 20 spread
+//! dependencies, 14 evaluations and 9987 assumed entries before, 27 exact now; 100: 14 and
+//! 9987, 111 exact; 1000: 14 and 9987, 1045 exact; a dense row 14, 18 now. Random 5 per
+//! row at n = 2 x 10^4 with thirty rows of 100 spread dependencies, checked: 268 evaluations
+//! and 559704 assumed entries, 733 exact. A row of 20 whose `fmax` absorbs one dependency,
+//! traced again after the check: 19974 zeros kept as assumed entries before, exact now. The
+//! fingerprint suite (1168 traces) has no such row: no evaluation count changed.
+
+use super::wide::WIDE_ROWS_MOST;
+use super::{Mode, Refine, DENSE_MIN};
+use crate::error::{filled, push, reserve, Result};
+use crate::probe::{Hit, Probe};
+
+/// A hash of column `j` under `salt` (multiplicative, as `wide.rs`'s of blocks).
+fn mix(salt: u64, j: u32) -> u64 {
+    (salt ^ u64::from(j).wrapping_mul(0x9E37_79B9_7F4A_7C15)).wrapping_mul(0xD6E8_FEB8_6659_FD93)
+}
+
+/// A row's own probes are at most its unknown columns at the start over this.
+const OWN_PROBES_DIVISOR: usize = 8;
+
+/// Sample probes a row takes in its first peeling step, each of `SAMPLE_COLUMNS` of its
+/// unknown columns: when all change, the row is taken for dense (module docs).
+const SAMPLES: usize = 3;
+const SAMPLE_COLUMNS: usize = 32;
+
+/// A row being peeled.
+#[derive(Debug)]
+struct Row {
+    row: u32,
+    /// Its columns still unknown (sorted), none a known dependency.
+    unknown: Vec<u32>,
+    /// Its known dependencies (sorted).
+    deps: Vec<u32>,
+    /// Own probes it may still take.
+    left: usize,
+    /// Its own probe changed it with no new tag, or its samples showed it dense: it takes no
+    /// more.
+    stopped: bool,
+    /// Whether it took its samples, and how many of them changed it.
+    sampled: bool,
+    samples_changed: usize,
+    /// Its groups: column ranges whose unknown columns make one own probe each (all columns at
+    /// first; a group whose change only verification saw is split in two), and what the step
+    /// told of each.
+    groups: Vec<(u32, u32, Told)>,
+}
+
+impl Row {
+    /// Takes column `j` for a dependency of the row, recorded in `learned`, if it is one of its
+    /// unknown columns; returns whether it was.
+    fn learn(&mut self, j: u32, learned: &mut Vec<(u32, u32)>) -> Result<bool> {
+        let Ok(at) = self.unknown.binary_search(&j) else {
+            return Ok(false);
+        };
+        self.unknown.remove(at);
+        let at = self.deps.partition_point(|&d| d < j);
+        reserve(&mut self.deps, 1, "a row's dependencies")?;
+        self.deps.insert(at, j);
+        push(learned, (self.row, j), "dependencies")?;
+        Ok(true)
+    }
+}
+
+/// What a step told of a group of a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Told {
+    /// Nothing that ends or splits it (a new tag, or not told).
+    Open,
+    /// Its unknown columns are resolved.
+    Done,
+    /// Verification alone saw the row change: an absorbed NaN in the group.
+    Split,
+}
+
+/// What a probe of a peeling step is: the own probe of row `rows[r]`, or one of its samples.
+#[derive(Clone, Copy, Debug)]
+struct Owner {
+    r: usize,
+    /// The group whose probe it is; `None` for a sample.
+    group: Option<usize>,
+}
+
+/// The peeling's state (module docs).
+#[derive(Debug, Default)]
+pub(super) struct Peel {
+    /// Rows recognised dense for their cost alone, as the splits found them.
+    pub(super) found: Vec<u32>,
+    rows: Vec<Row>,
+    /// Whose probe each probe of the current step is.
+    owners: Vec<Owner>,
+    /// Probes the peeling may still ask in all.
+    budget: usize,
+    /// The dependencies learned, to be merged when the peeling ends, and of those the ones
+    /// only verification saw (kind [`crate::pattern::EntryKind::Perturbation`]).
+    learned: Vec<(u32, u32)>,
+    absorbed: Vec<(u32, u32)>,
+}
+
+/// The unknown columns (sorted) of group `(start, end, _)`.
+fn group_columns(unknown: &[u32], (start, end, _): (u32, u32, Told)) -> &[u32] {
+    let from = unknown.partition_point(|&j| j < start);
+    let to = unknown.partition_point(|&j| j < end);
+    &unknown[from..to]
+}
+
+/// Drops a row's groups that are resolved or hold no unknown column, and splits those marked
+/// [`Told::Split`] in two at the middle of their unknown columns.
+fn split_groups(row: &mut Row) -> Result<()> {
+    let mut next = Vec::new();
+    reserve(&mut next, 2 * row.groups.len(), "groups")?;
+    for &group in &row.groups {
+        let part = group_columns(&row.unknown, group);
+        match group.2 {
+            Told::Done => {}
+            _ if part.is_empty() => {}
+            Told::Split if part.len() > 1 => {
+                let mid = part[part.len() / 2];
+                next.push((group.0, mid, Told::Open));
+                next.push((mid, group.1, Told::Open));
+            }
+            _ => next.push((group.0, group.1, Told::Open)),
+        }
+    }
+    row.groups = next;
+    Ok(())
+}
+
+impl Refine {
+    /// Starts peeling when refining has ended (module docs): takes the rows to peel out of the
+    /// dense rows' kept columns. Returns whether there is any.
+    pub(super) fn start_peel(&mut self) -> Result<bool> {
+        let mut found = std::mem::take(&mut self.peel.found);
+        found.sort_unstable();
+        found.dedup();
+        found.retain(|&i| !self.deps(i as usize).is_empty());
+        // More rows are a nearly dense pattern (as for wide rows' own probes).
+        if found.is_empty() || found.len() > WIDE_ROWS_MOST || self.cap == usize::MAX {
+            return Ok(false);
+        }
+        self.wide.end_step();
+        self.dense.sort_unstable();
+        let mut rows = Vec::new();
+        reserve(&mut rows, found.len(), "rows to peel")?;
+        for &i in &found {
+            let deps = self.deps(i as usize);
+            let from = self.dense.partition_point(|d| d.0 < i);
+            let to = self.dense.partition_point(|d| d.0 <= i);
+            let mut unknown = Vec::new();
+            for &(_, s, e) in &self.dense[from..to] {
+                reserve(&mut unknown, (e - s) as usize, "a row's unknown columns")?;
+                unknown.extend((s..e).filter(|j| deps.binary_search(j).is_err()));
+            }
+            let mut known = Vec::new();
+            reserve(&mut known, deps.len(), "a row's dependencies")?;
+            known.extend_from_slice(deps);
+            let left = DENSE_MIN.max(unknown.len() / OWN_PROBES_DIVISOR);
+            rows.push(Row {
+                row: i,
+                unknown,
+                deps: known,
+                left,
+                stopped: false,
+                sampled: false,
+                samples_changed: 0,
+                groups: vec![(0, self.n as u32, Told::Open)],
+            });
+        }
+        self.dense.retain(|d| found.binary_search(&d.0).is_err());
+        self.peel.rows = rows;
+        self.peel.budget = self.cap.saturating_sub(self.asked) / 2;
+        self.mode = Mode::Peel;
+        Ok(true)
+    }
+
+    /// The next peeling step: one probe per row still peeled, within the budget; none when the
+    /// peeling is over (its rows' unknown columns are then kept as assumed entries).
+    pub(super) fn peel_step(&mut self) -> Result<Vec<Probe>> {
+        let peel = &mut self.peel;
+        for row in &mut peel.rows {
+            // Every sample changed it: dense (one probe per column would resolve it).
+            row.stopped |= row.sampled && row.samples_changed == SAMPLES;
+            split_groups(row)?;
+        }
+        let mut owners = Vec::new();
+        for (r, row) in peel.rows.iter().enumerate() {
+            if row.stopped || row.unknown.is_empty() || row.left < row.groups.len() {
+                continue;
+            }
+            for g in 0..row.groups.len() {
+                push(&mut owners, Owner { r, group: Some(g) }, "probes")?;
+            }
+            // Samples are worth taking only where they leave most columns out.
+            if !row.sampled && row.unknown.len() > 4 * SAMPLE_COLUMNS {
+                for _ in 0..SAMPLES {
+                    push(&mut owners, Owner { r, group: None }, "probes")?;
+                }
+            }
+        }
+        if owners.is_empty() || owners.len() > peel.budget {
+            self.end_peel()?;
+            self.merge_deps()?;
+            self.mode = Mode::Done;
+            return Ok(Vec::new());
+        }
+        let mut probes = Vec::new();
+        reserve(&mut probes, owners.len(), "probes")?;
+        let mut hashed = Vec::new();
+        for (k, owner) in owners.iter().enumerate() {
+            let row = &mut peel.rows[owner.r];
+            let mut cols = Vec::new();
+            match owner.group {
+                Some(g) => {
+                    row.left -= 1;
+                    let part = group_columns(&row.unknown, row.groups[g]);
+                    reserve(&mut cols, part.len(), "probe columns")?;
+                    cols.extend_from_slice(part);
+                }
+                None => {
+                    // The row's unknown columns of least hash (of the row, the column and the
+                    // probe): independent samples.
+                    row.sampled = true;
+                    hashed.clear();
+                    reserve(&mut hashed, row.unknown.len(), "a row's unknown columns")?;
+                    let salt = (u64::from(row.row) << 32) ^ k as u64;
+                    hashed.extend(row.unknown.iter().map(|&j| (mix(salt, j), j)));
+                    hashed.select_nth_unstable(SAMPLE_COLUMNS);
+                    reserve(&mut cols, SAMPLE_COLUMNS, "probe columns")?;
+                    cols.extend(hashed[..SAMPLE_COLUMNS].iter().map(|&(_, j)| j));
+                    cols.sort_unstable();
+                }
+            }
+            probes.push(Probe::new(cols, self.n));
+        }
+        peel.budget -= owners.len();
+        self.asked += owners.len();
+        self.told = filled(false, owners.len(), "probes told")?;
+        peel.owners = owners;
+        Ok(probes)
+    }
+
+    /// Reads probe `k` of a peeling step for every row peeled (module docs): its owner's
+    /// output unchanged clears the owner's unknown columns; a new tag teaches any row. Returns
+    /// how many of the rows' tags came through single precision.
+    pub(super) fn tell_peel(
+        &mut self,
+        k: usize,
+        probe: &Probe,
+        y: &[f64],
+        perturbed: &[u32],
+    ) -> Result<usize> {
+        let reader = probe.reader();
+        let owner = self.peel.owners.get(k).copied();
+        let cols = probe.cols();
+        let peel = &mut self.peel;
+        let mut via_float = 0;
+        for (r, row) in peel.rows.iter_mut().enumerate() {
+            let i = row.row;
+            let (b, v) = (self.baseline[i as usize], y[i as usize]);
+            let flagged = perturbed.binary_search(&i).is_ok();
+            // The row's own group probe, or its sample.
+            let group = owner.filter(|o| o.r == r).map(|o| o.group);
+            let (own, sample) = (matches!(group, Some(Some(_))), group == Some(None));
+            if b.to_bits() == v.to_bits() && !flagged {
+                if own || sample {
+                    // The probe held unknown columns of the row and none of its known
+                    // dependencies: all zero.
+                    row.unknown.retain(|j| cols.binary_search(j).is_err());
+                }
+                if let Some(Some(g)) = group {
+                    row.groups[g].2 = Told::Done;
+                }
+                continue;
+            }
+            row.samples_changed += usize::from(sample);
+            if let (Some(Some(g)), true) = (group, flagged) {
+                // Only verification saw the change: a NaN absorbed in the group. One column
+                // left is the dependency; more are split in two for the next step.
+                if let &[j] = cols {
+                    if row.learn(j, &mut peel.learned)? {
+                        push(&mut peel.absorbed, (i, j), "dependencies")?;
+                    }
+                    row.groups[g].2 = Told::Done;
+                } else {
+                    row.groups[g].2 = Told::Split;
+                }
+                continue;
+            }
+            let hit = match flagged {
+                true => Hit::Perturbed,
+                false => {
+                    let (hit, float) = reader.hit_of(v);
+                    via_float += usize::from(float);
+                    hit
+                }
+            };
+            match hit {
+                // A tag learned from another probe of the step after this one was made is no
+                // reason to stop.
+                Hit::Dep(j) => {
+                    if !row.learn(j, &mut peel.learned)? {
+                        row.stopped |= own && row.deps.binary_search(&j).is_err();
+                    }
+                }
+                _ => row.stopped |= own,
+            }
+        }
+        Ok(via_float)
+    }
+
+    /// Ends the peeling: each row's unknown columns are kept as assumed entries (runs of
+    /// columns in `dense`), and its learned dependencies go to be merged.
+    pub(super) fn end_peel(&mut self) -> Result<()> {
+        for row in std::mem::take(&mut self.peel.rows) {
+            let mut run: Option<(u32, u32)> = None;
+            for &j in &row.unknown {
+                run = match run {
+                    Some((s, e)) if e == j => Some((s, j + 1)),
+                    Some((s, e)) => {
+                        push(&mut self.dense, (row.row, s, e), "dense rows")?;
+                        Some((j, j + 1))
+                    }
+                    None => Some((j, j + 1)),
+                };
+            }
+            if let Some((s, e)) = run {
+                push(&mut self.dense, (row.row, s, e), "dense rows")?;
+            }
+        }
+        let learned = std::mem::take(&mut self.peel.learned);
+        reserve(&mut self.new_deps, learned.len(), "dependencies")?;
+        self.new_deps.extend_from_slice(&learned);
+        let absorbed = std::mem::take(&mut self.peel.absorbed);
+        reserve(&mut self.pert_deps, absorbed.len(), "dependencies")?;
+        self.pert_deps.extend_from_slice(&absorbed);
+        Ok(())
+    }
+
+    /// Whether probe `k` of a peeling step, with outputs `y`, proves a zero that the peeling
+    /// would use: its owner's output unchanged.
+    pub(super) fn peel_claims(&self, k: usize, y: &[f64]) -> bool {
+        (self.peel.owners.get(k)).is_some_and(|o| {
+            let i = self.peel.rows[o.r].row as usize;
+            self.baseline[i].to_bits() == y[i].to_bits()
+        })
+    }
+}
