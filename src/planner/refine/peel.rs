@@ -26,13 +26,13 @@
 //! probe holding nearly every column changes the others with their own tags: thirty rows of
 //! 100 learn about thirty dependencies a step each).
 //!
-//! A row stops, its unknown columns kept as assumed entries, when its own probe changes it with
-//! no new tag (a NaN without payload, a finite change), or after `unknown / 8` probes of its
-//! own (at least `DENSE_MIN`). A change only verification saw (an absorbed NaN: a row traced
-//! again after failing the check, every probe verified) splits the probe's columns in two for
-//! the next step, down to the one column that is the dependency, of kind
-//! [`crate::pattern::EntryKind::Perturbation`]. The peeling spends at most half of what the cap
-//! leaves, so the one-hot bound holds.
+//! A change that names no column splits the probe's columns in two for the next step, down to
+//! the one column that is the dependency: a NaN without payload, a finite change, or a change
+//! only verification saw (an absorbed NaN: a row traced again after failing the check, every
+//! probe verified; the dependency then of kind [`crate::pattern::EntryKind::Perturbation`]).
+//! A row stops, its unknown columns kept as assumed entries, after `unknown / 8` probes of its
+//! own (at least `DENSE_MIN`), or when its own probe names a column already proven zero. The
+//! peeling spends at most half of what the cap leaves, so the one-hot bound holds.
 //!
 //! # Dense rows
 //!
@@ -320,19 +320,6 @@ impl Refine {
                 continue;
             }
             row.samples_changed += usize::from(sample);
-            if let (Some(Some(g)), true) = (group, flagged) {
-                // Only verification saw the change: a NaN absorbed in the group. One column
-                // left is the dependency; more are split in two for the next step.
-                if let &[j] = cols {
-                    if row.learn(j, &mut peel.learned)? {
-                        push(&mut peel.absorbed, (i, j), "dependencies")?;
-                    }
-                    row.groups[g].2 = Told::Done;
-                } else {
-                    row.groups[g].2 = Told::Split;
-                }
-                continue;
-            }
             let hit = match flagged {
                 true => Hit::Perturbed,
                 false => {
@@ -341,15 +328,26 @@ impl Refine {
                     hit
                 }
             };
-            match hit {
+            match (hit, group) {
                 // A tag learned from another probe of the step after this one was made is no
                 // reason to stop.
-                Hit::Dep(j) => {
-                    if !row.learn(j, &mut peel.learned)? {
-                        row.stopped |= own && row.deps.binary_search(&j).is_err();
-                    }
+                (Hit::Dep(j), _) => {
+                    let new = row.learn(j, &mut peel.learned)?;
+                    row.stopped |= !new && own && row.deps.binary_search(&j).is_err();
                 }
-                _ => row.stopped |= own,
+                // A change that names no column (a NaN without payload, a finite change, or
+                // one only verification saw: an absorbed NaN) in the row's own group: one
+                // column left is the dependency; more are split in two for the next step.
+                (_, Some(Some(g))) => match cols {
+                    &[j] => {
+                        if row.learn(j, &mut peel.learned)? && hit == Hit::Perturbed {
+                            push(&mut peel.absorbed, (i, j), "dependencies")?;
+                        }
+                        row.groups[g].2 = Told::Done;
+                    }
+                    _ => row.groups[g].2 = Told::Split,
+                },
+                _ => {}
             }
         }
         Ok(via_float)
