@@ -356,7 +356,7 @@ fn heavy_rows_past_two_are_checked_in_a_coloring_of_their_own() {
 /// of all its unknown columns a step, each change a new tag, an unchanged output the end;
 /// exact in about d + 14 evaluations. A lone dense row is still taken for dense, by three
 /// samples of 32 columns that all change; a change that names no column is halved down to the
-/// column that made it; and thirty rows of 100 among sparse rows (more than the wide rows' own
+/// column that made it, and a blind row is peeled so; and thirty rows of 100 among sparse rows (more than the wide rows' own
 /// probes resolve: 268 evaluations, 559704 assumed entries) are exact.
 #[test]
 fn rows_recognised_dense_for_their_cost_alone_are_peeled() {
@@ -375,6 +375,18 @@ fn rows_recognised_dense_for_their_cost_alone_are_peeled() {
             got.report.evaluations
         );
     }
+    // Blind (no payload comes back): its many candidate blocks are taken out of refining and
+    // peeled by halving the probes that change (1204 evaluations before, one per candidate at
+    // the last level).
+    let mut rng = synthetic::Rng::new(3);
+    let truth = synthetic::from_rows(1, n, |_, r| r.extend((0..n).filter(|_| rng.below(n) < 20)));
+    let got = run(&truth, Strategy::Payload, Winner::Anonymous, 1);
+    assert_exact(&truth, &got, "one blind row of about 20");
+    assert!(
+        got.report.evaluations < 600,
+        "one blind row of 20: {}",
+        got.report.evaluations
+    );
     let truth = synthetic::dense(1, n);
     let got = run(&truth, Strategy::Payload, Winner::Random, 1);
     assert_eq!(got.col_idx(), truth.col_idx(), "one dense row");
@@ -431,7 +443,9 @@ fn rows_recognised_dense_for_their_cost_alone_are_peeled() {
 /// column (20057 evaluations at n = 2 x 10^4), and so did a blind row of about 100 spread
 /// dependencies among tagged sparse rows (20172 with the check). With probes of its own the
 /// blind row's blocks are group-tested, and a row whose sampled block changes at three levels
-/// in a row is taken for dense (`planner/refine/wide.rs`): 82 and 2320 evaluations.
+/// in a row is taken for dense (`planner/refine/wide.rs`): 82 and 2320 evaluations; both are
+/// now taken out of refining once they hold half of a level's blocks and peeled by halving,
+/// the dense one told by samples (`planner/refine/peel.rs`): 69 and 1713.
 #[test]
 fn a_blind_wide_row_costs_far_less_than_one_hot() {
     let n = 20_000;

@@ -1,4 +1,5 @@
-//! Peeling: the rows recognised dense for their cost alone, traced one dependency a probe.
+//! Peeling: rows recognised dense for their cost alone, traced one dependency a probe, and
+//! blind rows with many candidates, traced by halving.
 //!
 //! # The problem
 //!
@@ -32,7 +33,26 @@
 //! probe verified; the dependency then of kind [`crate::pattern::EntryKind::Perturbation`]).
 //! A row stops, its unknown columns kept as assumed entries, after `unknown / 8` probes of its
 //! own (at least `DENSE_MIN`), or when its own probe names a column already proven zero. The
-//! peeling spends at most half of what the cap leaves, so the one-hot bound holds.
+//! peeling spends at most what the cap leaves, so the one-hot bound holds.
+//!
+//! # Blind rows
+//!
+//! A blind row (no tag ever came back for it: a black box that makes its own NaNs) is narrowed
+//! at each level by group testing: its blocks spread over the level's probes, and those that
+//! leave it unchanged prove their blocks zero. The palette is capped by what the coarse
+//! allowance leaves, and at the finest levels a row of 20 spread dependencies among 10^4
+//! columns kept every one of its 132, 264, 528 blocks, and its 1056 candidates took one probe
+//! each at the last level (1204 evaluations). Halving does better: every change is a group
+//! holding a dependency, split in two for the next step, and an unchanged half is proven
+//! zero, about `2 d log2(u / d)` probes for d dependencies among u columns. So a split that
+//! leaves a blind row at least `BLIND_PEEL_FROM` (64) candidate blocks before the last level
+//! takes it out of refining (`take_blind_rows`), its candidates' columns kept for the peeling,
+//! when it holds half of all blocks (a wide row: an arrowhead's dense row whose payloads are
+//! lost) or when at most 64 rows in all are blind (a lone row, or a few among rows whose tags
+//! come back); at most 64 such rows in all. When every row is blind and each holds fewer
+//! than half the blocks (random 12 per row without payloads), the levels' group testing
+//! shares its probes among the rows and stays cheaper. A blind row's limit is one probe per
+//! unknown column (the last level's cost).
 //!
 //! # Dense rows
 //!
@@ -50,9 +70,17 @@
 //! 9987, 111 exact; 1000: 14 and 9987, 1045 exact; a dense row 14, 18 now. Random 5 per
 //! row at n = 2 x 10^4 with thirty rows of 100 spread dependencies, checked: 268 evaluations
 //! and 559704 assumed entries, 733 exact. A row of 20 whose `fmax` absorbs one dependency,
-//! traced again after the check: 19974 zeros kept as assumed entries before, exact now. The
-//! fingerprint suite (1168 traces) has no such row: no evaluation count changed.
+//! traced again after the check: 19974 zeros kept as assumed entries before, exact now.
+//!
+//! Blind: one row of 20 spread dependencies among 10^4 columns, 1204 evaluations before, 424
+//! now; of 100, 5124 and 1436; of 20 among 10^5 columns, 2941 and 800; a row of 100 among random
+//! 5 per row whose tags come back, n = 2 x 10^4, checked: 2320 and 1713; a blind dense row
+//! among them 211 and 197. The fingerprint suite (1168 traces): 131916 -> 130724 evaluations,
+//! no pattern less exact: the arrowheads whose payloads are lost (296 -> 40 at n = 257, 63 ->
+//! 50 at 1000, 82 -> 69 at 2 x 10^4; random 12 per row at 257 302 -> 299); no trace with
+//! payloads changed.
 
+use super::split::retain_candidates;
 use super::wide::WIDE_ROWS_MOST;
 use super::{Mode, Refine, DENSE_MIN};
 use crate::error::{filled, push, reserve, Result};
@@ -70,6 +98,10 @@ const OWN_PROBES_DIVISOR: usize = 8;
 /// unknown columns: when all change, the row is taken for dense (module docs).
 const SAMPLES: usize = 3;
 const SAMPLE_COLUMNS: usize = 32;
+
+/// A blind row with at least this many candidate blocks is peeled instead of refined (module
+/// docs).
+pub(super) const BLIND_PEEL_FROM: usize = 64;
 
 /// A row being peeled.
 #[derive(Debug)]
@@ -133,6 +165,8 @@ struct Owner {
 pub(super) struct Peel {
     /// Rows recognised dense for their cost alone, as the splits found them.
     pub(super) found: Vec<u32>,
+    /// Blind rows taken out of refining (`take_blind_rows`).
+    blind: Vec<u32>,
     rows: Vec<Row>,
     /// Whose probe each probe of the current step is.
     owners: Vec<Owner>,
@@ -174,15 +208,69 @@ fn split_groups(row: &mut Row) -> Result<()> {
 }
 
 impl Refine {
+    /// Takes blind rows (no known dependency) with at least `BLIND_PEEL_FROM` candidate blocks
+    /// at the level a split just made out of refining, their candidates' columns kept for the
+    /// peeling (module docs): those of `found` (sorted, with whether they hold half of all
+    /// blocks) that hold half of all blocks, or all of them when at most `WIDE_ROWS_MOST` rows
+    /// in all are blind (`blind_rows`); as long as the rows peeled stay at most that many.
+    pub(super) fn take_blind_rows(
+        &mut self,
+        found: Vec<(u32, bool)>,
+        blind_rows: usize,
+    ) -> Result<()> {
+        let few = blind_rows <= WIDE_ROWS_MOST;
+        let mut rows = Vec::new();
+        reserve(&mut rows, found.len(), "rows to peel")?;
+        rows.extend(found.iter().filter(|f| f.1 || few).map(|f| f.0));
+        if rows.is_empty()
+            || self.peel.blind.len() + rows.len() > WIDE_ROWS_MOST
+            || self.cap == usize::MAX
+        {
+            return Ok(());
+        }
+        // Their candidate blocks' columns, as a dense row's.
+        for &i in &rows {
+            let blocks = &self.cand_idx[self.cand_ptr[i as usize]..self.cand_ptr[i as usize + 1]];
+            let mut run: Option<(u32, u32)> = None;
+            for &b in blocks {
+                let (start, end) = self.block_range(b, self.shift);
+                run = match run {
+                    Some((s, e)) if e == start => Some((s, end)),
+                    Some((s, e)) => {
+                        push(&mut self.dense, (i, s, e), "dense rows")?;
+                        Some((start, end))
+                    }
+                    None => Some((start, end)),
+                };
+            }
+            if let Some((s, e)) = run {
+                push(&mut self.dense, (i, s, e), "dense rows")?;
+            }
+        }
+        retain_candidates((&mut self.cand_ptr, &mut self.cand_idx), |i, _, _, _| {
+            Ok(rows.binary_search(&(i as u32)).is_err())
+        })?;
+        self.cand_probe.truncate(self.cand_idx.len());
+        reserve(&mut self.peel.blind, rows.len(), "rows to peel")?;
+        self.peel.blind.extend_from_slice(&rows);
+        Ok(())
+    }
+
     /// Starts peeling when refining has ended (module docs): takes the rows to peel out of the
     /// dense rows' kept columns. Returns whether there is any.
     pub(super) fn start_peel(&mut self) -> Result<bool> {
         let mut found = std::mem::take(&mut self.peel.found);
+        let blind = std::mem::take(&mut self.peel.blind);
+        // More rows are a nearly dense pattern (as for wide rows' own probes): the costly ones
+        // stay recognised dense; the blind ones are at most that many (`take_blind_rows`).
+        if found.len() > WIDE_ROWS_MOST || self.cap == usize::MAX {
+            found.clear();
+        }
+        reserve(&mut found, blind.len(), "rows to peel")?;
+        found.extend_from_slice(&blind);
         found.sort_unstable();
         found.dedup();
-        found.retain(|&i| !self.deps(i as usize).is_empty());
-        // More rows are a nearly dense pattern (as for wide rows' own probes).
-        if found.is_empty() || found.len() > WIDE_ROWS_MOST || self.cap == usize::MAX {
+        if found.is_empty() {
             return Ok(false);
         }
         self.wide.end_step();
@@ -201,7 +289,12 @@ impl Refine {
             let mut known = Vec::new();
             reserve(&mut known, deps.len(), "a row's dependencies")?;
             known.extend_from_slice(deps);
-            let left = DENSE_MIN.max(unknown.len() / OWN_PROBES_DIVISOR);
+            // A blind row's changes name no column: each of its dependencies takes a halving
+            // per level of its group, and it may take as many probes as it has columns.
+            let left = match blind.binary_search(&i).is_ok() {
+                true => unknown.len(),
+                false => DENSE_MIN.max(unknown.len() / OWN_PROBES_DIVISOR),
+            };
             rows.push(Row {
                 row: i,
                 unknown,
@@ -215,7 +308,7 @@ impl Refine {
         }
         self.dense.retain(|d| found.binary_search(&d.0).is_err());
         self.peel.rows = rows;
-        self.peel.budget = self.cap.saturating_sub(self.asked) / 2;
+        self.peel.budget = self.cap.saturating_sub(self.asked);
         self.mode = Mode::Peel;
         Ok(true)
     }

@@ -19,6 +19,7 @@
 //! half's first row, whose code looks at the row before in the other half: that one is made
 //! after the join.
 
+use super::peel::BLIND_PEEL_FROM;
 use super::{
     Mode, Refine, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN, DENSE_MIN_BLOCKS, HIT, NONE, PERT, PROBE,
     RESTLESS_PART, UNTESTED, WIDE_BRANCH_BITS,
@@ -473,6 +474,7 @@ impl Refine {
                 cap => DENSE_MIN.max(cap.saturating_sub(self.asked) / DENSE_DIVISOR),
             },
             hits: &hits,
+            blocks: (self.n as u64).div_ceil(1u64 << s) as usize,
         };
         if s == 0 {
             self.quiet = zero_bits(self.m, "quiet rows")?;
@@ -522,6 +524,7 @@ impl Refine {
         reserve_exact(&mut idx, second.idx.len(), "candidate blocks")?;
         idx.extend_from_slice(&second.idx);
         let (mut tested, mut changed) = (self.parked.listed_p, 0usize);
+        let (mut blind, mut blind_rows) = (Vec::new(), 0);
         let (mut quiet_rows, mut restless, mut written_back) = (0usize, 0usize, 0usize);
         for part in [&first, &second] {
             tested = tested + part.tested - part.untested;
@@ -536,6 +539,9 @@ impl Refine {
             self.dense.extend_from_slice(&part.dense);
             reserve(&mut self.peel.found, part.peel.len(), "rows to peel")?;
             self.peel.found.extend_from_slice(&part.peel);
+            reserve(&mut blind, part.blind.len(), "rows to peel")?;
+            blind.extend_from_slice(&part.blind);
+            blind_rows += part.blind_rows;
         }
         // The second half's first row's code, when its row before (in the first half) or the row
         // itself was parked or written back: the halves made every other code (`split_rows`).
@@ -582,7 +588,7 @@ impl Refine {
         self.cand_probe.resize(len, UNTESTED);
         self.shift = s;
         self.bits = bits;
-        Ok(())
+        self.take_blind_rows(blind, blind_rows)
     }
 
     /// Parked row `r`'s code (`parked.rs`), `after_parked` saying whether the row before is
@@ -808,6 +814,16 @@ impl Refine {
                 out.deps_parked += deps.len();
                 out.note_span(deps);
             }
+            let children = idx.len() - row_start;
+            if s > 0 && deps.is_empty() && children > 0 {
+                out.blind_rows += 1;
+                if children >= BLIND_PEEL_FROM {
+                    // Blind with many candidate blocks before the last level: maybe peeled
+                    // instead (`peel.rs`); whether it holds half of all blocks.
+                    let wide = 2 * children >= next.blocks;
+                    push(&mut out.blind, (i as u32, wide), "rows to peel")?;
+                }
+            }
             if s == 0 && !deps.is_empty() && !is_dense {
                 if !unexplained && learned == 0 {
                     quiet.set(i - lo, true);
@@ -852,6 +868,8 @@ struct Next<'a> {
     leaf_dense_at: usize,
     /// The parked rows' hits of the step, sorted.
     hits: &'a [(u32, u32)],
+    /// The blocks of the next level.
+    blocks: usize,
 }
 
 /// What one half of the split's pass gives ([`Refine::split_rows`]): its rows' entries and the
@@ -885,6 +903,10 @@ struct SplitRows {
     dense: Vec<(u32, u32, u32)>,
     /// Of those rows, the ones recognised for their cost alone (`peel.rs`).
     peel: Vec<u32>,
+    /// Blind rows with candidates at the next level, and of those the ones with at least
+    /// `BLIND_PEEL_FROM`, and whether they hold half of all blocks (`peel.rs`).
+    blind_rows: usize,
+    blind: Vec<(u32, bool)>,
 }
 
 /// Whether a row is recognised dense at the end of a step ([`Refine::recognised_dense`]).
@@ -909,7 +931,7 @@ impl SplitRows {
 /// Keeps the candidate entries (CSR over the rows) for which `keep(row, the row's entries,
 /// entry, block)` holds, in order; `keep` sees the entries at their places before the pass.
 /// Their words are the caller's to reset.
-fn retain_candidates(
+pub(super) fn retain_candidates(
     (cand_ptr, cand_idx): (&mut [usize], &mut Vec<u32>),
     mut keep: impl FnMut(usize, std::ops::Range<usize>, usize, u32) -> Result<bool>,
 ) -> Result<()> {
