@@ -70,7 +70,7 @@
 //! as blind, so traces with payloads are unchanged. A blind row left with at least 64 candidate
 //! blocks before the last level, holding half of all blocks or among at most 64 blind rows, is
 //! taken out of refining and peeled by halving instead (`refine/peel.rs`): one row of 20 spread
-//! dependencies among 10^4 columns, 1204 evaluations -> 424.
+//! dependencies among 10^4 columns, 1204 evaluations -> 348.
 //!
 //! The coloring is the hot loop on patterns without locality (each row's blocks are looked at
 //! once per block of the row). Two things keep it cheap: rows with the same list of blocks as

@@ -42,9 +42,14 @@
 //! leave it unchanged prove their blocks zero. The palette is capped by what the coarse
 //! allowance leaves, and at the finest levels a row of 20 spread dependencies among 10^4
 //! columns kept every one of its 132, 264, 528 blocks, and its 1056 candidates took one probe
-//! each at the last level (1204 evaluations). Halving does better: every change is a group
-//! holding a dependency, split in two for the next step, and an unchanged half is proven
-//! zero, about `2 d log2(u / d)` probes for d dependencies among u columns. So a split that
+//! each at the last level (1204 evaluations). Halving does better: a group whose probe changed
+//! the row naming no column holds a dependency; it is split in two and only its first half
+//! probed: unchanged, the half is zero and the dependency is in the second half, which is split
+//! in turn without a probe of its own; changed, the second half is probed at the next step (it
+//! may hold another). A dependency alone in its group costs one probe a halving, d of them
+//! among u columns about `d log2(u / d)` probes. (The inference holds only while the second
+//! half keeps every column it had: one learned or proven zero meanwhile sends it to be probed;
+//! a first half whose one column was found to be the dependency does too.) So a split that
 //! leaves a blind row at least `BLIND_PEEL_FROM` (64) candidate blocks before the last level
 //! takes it out of refining (`take_blind_rows`), its candidates' columns kept for the peeling,
 //! when it holds half of all blocks (a wide row: an arrowhead's dense row whose payloads are
@@ -72,9 +77,10 @@
 //! and 559704 assumed entries, 733 exact. A row of 20 whose `fmax` absorbs one dependency,
 //! traced again after the check: 19974 zeros kept as assumed entries before, exact now.
 //!
-//! Blind: one row of 20 spread dependencies among 10^4 columns, 1204 evaluations before, 424
-//! now; of 100, 5124 and 1436; of 20 among 10^5 columns, 2941 and 800; a row of 100 among random
-//! 5 per row whose tags come back, n = 2 x 10^4, checked: 2320 and 1713; a blind dense row
+//! Blind: one row of 20 spread dependencies among 10^4 columns, 1204 evaluations before, 348
+//! now (424 probing both halves of every split group); of 100, 5124 and 1133 (1436); of 20
+//! among 10^5 columns, 2941 and 617 (800); a row of 100 among random 5 per row whose tags come
+//! back, n = 2 x 10^4, checked: 2320 and 1356 (1713); a blind dense row
 //! among them 211 and 197. The fingerprint suite (1168 traces): 131916 -> 130724 evaluations,
 //! no pattern less exact: the arrowheads whose payloads are lost (296 -> 40 at n = 257, 63 ->
 //! 50 at 1000, 82 -> 69 at 2 x 10^4; random 12 per row at 257 302 -> 299); no trace with
@@ -141,15 +147,26 @@ impl Row {
     }
 }
 
-/// What a step told of a group of a row.
+/// Where a group of a row stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Told {
-    /// Nothing that ends or splits it (a new tag, or not told).
+    /// To be probed (its probe named a new dependency, or was not told: probed again).
     Open,
-    /// Its unknown columns are resolved.
+    /// Its unknown columns are proven zero.
     Done,
-    /// Verification alone saw the row change: an absorbed NaN in the group.
-    Split,
+    /// Its one column is a dependency (it changed the row alone).
+    Found,
+    /// Known to hold a dependency (its probe changed the row naming no column; `absorbed`:
+    /// only verification saw it): split in two, its first half probed.
+    Split { absorbed: bool },
+    /// The second half of a split group, not probed: if the first half (the group at `first`)
+    /// turns out zero while this one still holds `count` unknown columns, it holds the
+    /// dependency; else it is probed.
+    After {
+        first: usize,
+        count: usize,
+        absorbed: bool,
+    },
 }
 
 /// What a probe of a peeling step is: the own probe of row `rows[r]`, or one of its samples.
@@ -185,22 +202,53 @@ fn group_columns(unknown: &[u32], (start, end, _): (u32, u32, Told)) -> &[u32] {
     &unknown[from..to]
 }
 
-/// Drops a row's groups that are resolved or hold no unknown column, and splits those marked
-/// [`Told::Split`] in two at the middle of their unknown columns.
-fn split_groups(row: &mut Row) -> Result<()> {
+/// Makes a row's groups for the next step: drops those resolved or with no unknown column;
+/// splits those known to hold a dependency in two at the middle of their unknown columns, the
+/// first half to be probed and the second waiting on it ([`Told::After`]), or takes the one
+/// column left for the dependency (into `learned`, and `absorbed` when only verification saw
+/// it); and decides each waiting half from its first half's outcome.
+fn split_groups(
+    row: &mut Row,
+    learned: &mut Vec<(u32, u32)>,
+    absorbed: &mut Vec<(u32, u32)>,
+) -> Result<()> {
     let mut next = Vec::new();
     reserve(&mut next, 2 * row.groups.len(), "groups")?;
-    for &group in &row.groups {
-        let part = group_columns(&row.unknown, group);
-        match group.2 {
-            Told::Done => {}
-            _ if part.is_empty() => {}
-            Told::Split if part.len() > 1 => {
-                let mid = part[part.len() / 2];
-                next.push((group.0, mid, Told::Open));
-                next.push((mid, group.1, Told::Open));
+    let groups = std::mem::take(&mut row.groups);
+    for &group in &groups {
+        let count = group_columns(&row.unknown, group).len();
+        let holds = match group.2 {
+            Told::Done | Told::Found => continue,
+            _ if count == 0 => continue,
+            Told::Split { absorbed } => Some(absorbed),
+            // The first half proven zero, and no column of this one learned or proven since
+            // the split: the dependency the whole group held is here.
+            Told::After {
+                first,
+                count: made,
+                absorbed,
+            } if groups[first].2 == Told::Done && count == made => Some(absorbed),
+            _ => None,
+        };
+        match holds {
+            None => next.push((group.0, group.1, Told::Open)),
+            Some(was_absorbed) if count == 1 => {
+                let j = group_columns(&row.unknown, group)[0];
+                if row.learn(j, learned)? && was_absorbed {
+                    push(absorbed, (row.row, j), "dependencies")?;
+                }
             }
-            _ => next.push((group.0, group.1, Told::Open)),
+            Some(was_absorbed) => {
+                let part = group_columns(&row.unknown, group);
+                let mid = part[count / 2];
+                let waiting = Told::After {
+                    first: next.len(),
+                    count: count - count / 2,
+                    absorbed: was_absorbed,
+                };
+                next.push((group.0, mid, Told::Open));
+                next.push((mid, group.1, waiting));
+            }
         }
     }
     row.groups = next;
@@ -320,14 +368,16 @@ impl Refine {
         for row in &mut peel.rows {
             // Every sample changed it: dense (one probe per column would resolve it).
             row.stopped |= row.sampled && row.samples_changed == SAMPLES;
-            split_groups(row)?;
+            split_groups(row, &mut peel.learned, &mut peel.absorbed)?;
         }
         let mut owners = Vec::new();
         for (r, row) in peel.rows.iter().enumerate() {
-            if row.stopped || row.unknown.is_empty() || row.left < row.groups.len() {
+            let open = |g: &(u32, u32, Told)| g.2 == Told::Open;
+            let probed = row.groups.iter().filter(|g| open(g)).count();
+            if row.stopped || row.unknown.is_empty() || row.left < probed {
                 continue;
             }
-            for g in 0..row.groups.len() {
+            for g in (0..row.groups.len()).filter(|&g| open(&row.groups[g])) {
                 push(&mut owners, Owner { r, group: Some(g) }, "probes")?;
             }
             // Samples are worth taking only where they leave most columns out.
@@ -436,9 +486,13 @@ impl Refine {
                         if row.learn(j, &mut peel.learned)? && hit == Hit::Perturbed {
                             push(&mut peel.absorbed, (i, j), "dependencies")?;
                         }
-                        row.groups[g].2 = Told::Done;
+                        row.groups[g].2 = Told::Found;
                     }
-                    _ => row.groups[g].2 = Told::Split,
+                    _ => {
+                        row.groups[g].2 = Told::Split {
+                            absorbed: hit == Hit::Perturbed,
+                        }
+                    }
                 },
                 _ => {}
             }

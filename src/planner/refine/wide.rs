@@ -66,7 +66,7 @@
 //! evaluations (one probe per column) -> 82; a blind row of 100 among tagged random rows,
 //! checked: 20172 -> 2320, exact (`a_blind_wide_row_costs_far_less_than_one_hot`). Rows dense
 //! at this scale get no own probes from the start. A blind row with 64 candidate blocks or more
-//! is now peeled by halving instead, where `peel.rs` says (82 -> 69 and 2320 -> 1713 there).
+//! is now peeled by halving instead, where `peel.rs` says (82 -> 69 and 2320 -> 1356 there).
 //!
 //! Fingerprint suite (1168 traces, none with a wide row but the arrowhead's dense one):
 //! 231762 -> 131916 evaluations: the arrowhead whose payloads are lost 20057 -> 82 at
