@@ -88,7 +88,7 @@
 
 use super::split::retain_candidates;
 use super::wide::WIDE_ROWS_MOST;
-use super::{Mode, Refine, DENSE_MIN};
+use super::{block_range, Mode, Refine, DENSE_MIN};
 use crate::error::{filled, push, reserve, Result};
 use crate::probe::{Hit, Probe};
 
@@ -195,6 +195,30 @@ pub(super) struct Peel {
     absorbed: Vec<(u32, u32)>,
 }
 
+/// Pushes row `i`'s column `ranges` (increasing, apart) onto `dense` as runs: ranges that
+/// touch are joined.
+fn push_runs(
+    dense: &mut Vec<(u32, u32, u32)>,
+    i: u32,
+    ranges: impl Iterator<Item = (u32, u32)>,
+) -> Result<()> {
+    let mut run: Option<(u32, u32)> = None;
+    for (start, end) in ranges {
+        run = match run {
+            Some((s, e)) if e == start => Some((s, end)),
+            Some((s, e)) => {
+                push(dense, (i, s, e), "dense rows")?;
+                Some((start, end))
+            }
+            None => Some((start, end)),
+        };
+    }
+    if let Some((s, e)) = run {
+        push(dense, (i, s, e), "dense rows")?;
+    }
+    Ok(())
+}
+
 /// The unknown columns (sorted) of group `(start, end, _)`.
 fn group_columns(unknown: &[u32], (start, end, _): (u32, u32, Told)) -> &[u32] {
     let from = unknown.partition_point(|&j| j < start);
@@ -279,21 +303,9 @@ impl Refine {
         // Their candidate blocks' columns, as a dense row's.
         for &i in &rows {
             let blocks = &self.cand_idx[self.cand_ptr[i as usize]..self.cand_ptr[i as usize + 1]];
-            let mut run: Option<(u32, u32)> = None;
-            for &b in blocks {
-                let (start, end) = self.block_range(b, self.shift);
-                run = match run {
-                    Some((s, e)) if e == start => Some((s, end)),
-                    Some((s, e)) => {
-                        push(&mut self.dense, (i, s, e), "dense rows")?;
-                        Some((start, end))
-                    }
-                    None => Some((start, end)),
-                };
-            }
-            if let Some((s, e)) = run {
-                push(&mut self.dense, (i, s, e), "dense rows")?;
-            }
+            let (shift, n) = (self.shift, self.n);
+            let ranges = blocks.iter().map(|&b| block_range(b, shift, n));
+            push_runs(&mut self.dense, i, ranges)?;
         }
         retain_candidates((&mut self.cand_ptr, &mut self.cand_idx), |i, _, _, _| {
             Ok(rows.binary_search(&(i as u32)).is_err())
@@ -504,20 +516,8 @@ impl Refine {
     /// columns in `dense`), and its learned dependencies go to be merged.
     pub(super) fn end_peel(&mut self) -> Result<()> {
         for row in std::mem::take(&mut self.peel.rows) {
-            let mut run: Option<(u32, u32)> = None;
-            for &j in &row.unknown {
-                run = match run {
-                    Some((s, e)) if e == j => Some((s, j + 1)),
-                    Some((s, e)) => {
-                        push(&mut self.dense, (row.row, s, e), "dense rows")?;
-                        Some((j, j + 1))
-                    }
-                    None => Some((j, j + 1)),
-                };
-            }
-            if let Some((s, e)) = run {
-                push(&mut self.dense, (row.row, s, e), "dense rows")?;
-            }
+            let ranges = row.unknown.iter().map(|&j| (j, j + 1));
+            push_runs(&mut self.dense, row.row, ranges)?;
         }
         let learned = std::mem::take(&mut self.peel.learned);
         reserve(&mut self.new_deps, learned.len(), "dependencies")?;
