@@ -285,6 +285,10 @@ const P_FLAG: u32 = 1 << 31;
 /// level's coloring (its square would dominate the coloring work).
 const WIDE_ROW_BLOCKS: usize = 64;
 
+/// A blind row with at least this many candidate blocks before the last level may be peeled
+/// instead of refined (`refine/peel.rs`).
+const BLIND_PEEL_FROM: usize = 64;
+
 /// The dense test looks at steps with at least this many blocks.
 const MIN_BLOCKS_FOR_DENSE_TEST: usize = 8;
 /// "Dense at this scale" (every block conflicts with every other and nearly all changed) is

@@ -105,10 +105,6 @@ const OWN_PROBES_DIVISOR: usize = 8;
 const SAMPLES: usize = 3;
 const SAMPLE_COLUMNS: usize = 32;
 
-/// A blind row with at least this many candidate blocks is peeled instead of refined (module
-/// docs).
-pub(super) const BLIND_PEEL_FROM: usize = 64;
-
 /// A row being peeled.
 #[derive(Debug)]
 struct Row {

@@ -19,10 +19,9 @@
 //! half's first row, whose code looks at the row before in the other half: that one is made
 //! after the join.
 
-use super::peel::BLIND_PEEL_FROM;
 use super::{
-    Mode, Refine, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN, DENSE_MIN_BLOCKS, HIT, NONE, PERT, PROBE,
-    RESTLESS_PART, UNTESTED, WIDE_BRANCH_BITS,
+    Mode, Refine, BLIND_PEEL_FROM, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN, DENSE_MIN_BLOCKS, HIT,
+    NONE, PERT, PROBE, RESTLESS_PART, UNTESTED, WIDE_BRANCH_BITS,
 };
 use crate::error::{push, reserve, reserve_exact, zero_bits, Result};
 use crate::halves::{both, halfway};
