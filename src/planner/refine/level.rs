@@ -692,6 +692,11 @@ impl Refine {
             count[s as usize] += 1;
             count[e as usize] -= 1;
         }
+        // The blind rows taken out for the peeling are candidates still (`peel.rs`).
+        for (s, e) in self.blind_ranges() {
+            count[s as usize] += 1;
+            count[e as usize] -= 1;
+        }
         let mut cols = Vec::new();
         let mut held = 0i64;
         for (j, c) in count.iter_mut().take(self.n).enumerate() {

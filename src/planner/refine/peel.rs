@@ -122,8 +122,7 @@ struct Row {
     sampled: bool,
     samples_changed: usize,
     /// Its groups: column ranges whose unknown columns make one own probe each (all columns at
-    /// first; a group whose change only verification saw is split in two), and what the step
-    /// told of each.
+    /// first; a group whose change named no column is split in two), and where each stands.
     groups: Vec<(u32, u32, Told)>,
 }
 
@@ -310,6 +309,14 @@ impl Refine {
         reserve(&mut self.peel.blind, rows.len(), "rows to peel")?;
         self.peel.blind.extend_from_slice(&rows);
         Ok(())
+    }
+
+    /// The column ranges kept for the blind rows taken out of refining (`take_blind_rows`), not
+    /// peeled yet: one probe per column, when the trace ends so, resolves them as candidates.
+    pub(super) fn blind_ranges(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        (self.dense.iter())
+            .filter(|d| self.peel.blind.contains(&d.0))
+            .map(|d| (d.1, d.2))
     }
 
     /// Starts peeling when refining has ended (module docs): takes the rows to peel out of the
