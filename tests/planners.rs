@@ -286,12 +286,18 @@ fn a_wide_row_among_sparse_ones_is_traced_exactly() {
     // each (two rows of about n columns); the others are checked in a coloring of their own.
     // Before, own probes were made for two wide rows at most, and the others assumed (239
     // evaluations; own probes for all ten cost 6854 while the check traced eight rows again).
-    let truth = with_wide_rows(20_000, 10, 100);
+    wide_rows_checked_exactly(10, 1500, "ten wide rows, checked");
+}
+
+/// `rows` rows of about 100 spread dependencies among random 5 per row at n = 2 x 10^4,
+/// traced with the check: exact, in fewer than `most` evaluations.
+fn wide_rows_checked_exactly(rows: usize, most: usize, what: &str) {
+    let truth = with_wide_rows(20_000, rows, 100);
     let got = checked(&mut Synthetic::new(&truth, Winner::Random, 1), 20_000);
-    assert_exact(&truth, &got, "ten wide rows, checked");
+    assert_exact(&truth, &got, what);
     assert!(
-        got.report.evaluations < 1500,
-        "ten wide rows, checked: {}",
+        got.report.evaluations < most,
+        "{what}: {}",
         got.report.evaluations
     );
 }
@@ -432,14 +438,7 @@ fn rows_recognised_dense_for_their_cost_alone_are_peeled() {
     );
     assert_eq!(got.row(0).len(), truth.row(0).len() + 1);
     assert!(got.report.evaluations < 80, "{}", got.report.evaluations);
-    let truth = with_wide_rows(20_000, 30, 100);
-    let got = checked(&mut Synthetic::new(&truth, Winner::Random, 1), 20_000);
-    assert_exact(&truth, &got, "thirty rows of 100, checked");
-    assert!(
-        got.report.evaluations < 1500,
-        "thirty rows of 100, checked: {}",
-        got.report.evaluations
-    );
+    wide_rows_checked_exactly(30, 1500, "thirty rows of 100, checked");
 }
 
 /// A wide row whose NaNs lose their payloads (a default NaN made inside) names no input, so
