@@ -1160,6 +1160,8 @@ mod tests {
         for case in 0..60 {
             let (m, n) = (1 + rng.below(40), 1 + rng.below(300));
             let mut planner = Refine::new(n, vec![0.0; m], 16, EntryKind::Assumed).unwrap();
+            // Every other case merges in two halves of rows at once (`merged_rows`).
+            planner.halves_from = [0, usize::MAX][case % 2];
             let mut truth: Vec<std::collections::BTreeSet<u32>> = vec![Default::default(); m];
             for round in 0..1 + rng.below(8) {
                 let mut pairs = Vec::new();

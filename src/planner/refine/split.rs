@@ -17,7 +17,7 @@
 //! bits, and keeps its own counts; the halves are joined in row order. Each half makes again
 //! the codes of the rows it parked or wrote back and of the rows after them, but the second
 //! half's first row, whose code looks at the row before in the other half: that one is made
-//! after the join.
+//! after the join. A merge of many new dependencies runs in two halves too ([`merged_rows`]).
 
 use super::{
     Mode, Refine, BLIND_PEEL_FROM, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN, DENSE_MIN_BLOCKS, HIT,
@@ -163,7 +163,9 @@ impl Refine {
     /// new pairs and one merging pass, O(nnz + m + k log k) for k new pairs. The rows between
     /// two rows with new pairs are copied as one stretch; few pairs are merged in place
     /// ([`Refine::merge_in_place`]), and the first ones (nothing known yet) make the CSR
-    /// directly. The pairs are left in `merged`, sorted, distinct, until the next merge
+    /// directly. A merge into new arrays runs in two halves of rows at once on two cores
+    /// ([`merged_rows`]): on the tridiagonal at 10^6 the trace's merges took 65-79 ms, 59-68
+    /// now. The pairs are left in `merged`, sorted, distinct, until the next merge
     /// (`advance` recovers from them the dependencies a parked row's step was planned with).
     /// Returns which of these ways it took.
     pub(super) fn merge_deps(&mut self) -> Result<Merge> {
@@ -180,58 +182,36 @@ impl Refine {
             return Ok(Merge::InPlace);
         }
         let m = self.m;
-        let mut idx = Vec::new();
-        reserve(&mut idx, self.dep_idx.len() + new.len(), "dependencies")?;
-        let mut ptr = Vec::new();
-        reserve(&mut ptr, m + 1, "dependency pointers")?;
-        ptr.push(0);
         let how = match self.dep_idx.is_empty() {
             true => Merge::First,
             false => Merge::Copied,
         };
-        if how == Merge::First {
-            // Nothing known yet (the first step's tags): the CSR is the pairs' own, with no
-            // merge (tridiagonal 10^6: 17.8 -> 8.3 ms).
-            idx.extend(new.iter().map(|&(_, j)| j));
-            let mut k = 0;
-            for i in 0..m as u32 {
-                while k < new.len() && new[k].0 == i {
-                    k += 1;
-                }
-                ptr.push(k);
-            }
-        } else {
-            // `done`: rows before it are in the new CSR; `shift`: entries added before row `done`.
-            let (mut done, mut shift, mut k) = (0usize, 0usize, 0usize);
-            while k < new.len() {
-                let i = new[k].0 as usize;
-                let start = k;
-                while k < new.len() && new[k].0 as usize == i {
-                    k += 1;
-                }
-                // Rows done..i unchanged: one copy of their entries, their pointers shifted (none
-                // when the row before had new pairs too, as at the last level most rows do).
-                if done < i {
-                    let (from, to) = (self.dep_ptr[done], self.dep_ptr[i]);
-                    idx.extend_from_slice(&self.dep_idx[from..to]);
-                    ptr.extend(self.dep_ptr[done + 1..=i].iter().map(|&p| p + shift));
-                }
-                let old = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
-                let added = &new[start..k]; // sorted, distinct
-                let before = idx.len();
-                if old.is_empty() {
-                    idx.extend(added.iter().map(|&(_, j)| j));
-                } else {
-                    merge_sorted_unique(old, added, |j| idx.push(j));
-                }
-                shift += idx.len() - before - old.len();
-                ptr.push(idx.len());
-                done = i + 1;
-            }
-            let from = self.dep_ptr[done];
-            idx.extend_from_slice(&self.dep_idx[from..]);
-            ptr.extend(self.dep_ptr[done + 1..=m].iter().map(|&p| p + shift));
-        }
+        // On two cores, in two halves of rows at once (`halves.rs`): the first half writes where
+        // all of it will be, the second its own arrays, joined after it.
+        let (dep_ptr, dep_idx) = (&self.dep_ptr[..], &self.dep_idx[..]);
+        let mid = match m + dep_idx.len() + new.len() >= self.halves_from {
+            true => halfway(dep_ptr),
+            false => m,
+        };
+        let at = new.partition_point(|&(i, _)| (i as usize) < mid);
+        let (new_first, new_second) = new.split_at(at);
+        let (first, second) = both(
+            mid < m,
+            || {
+                let all = (dep_idx.len() + new.len(), m + 1);
+                merged_rows((dep_ptr, dep_idx), 0..mid, new_first, how, all, true)
+            },
+            || {
+                let part = (dep_ptr[m] - dep_ptr[mid] + new_second.len(), m - mid);
+                merged_rows((dep_ptr, dep_idx), mid..m, new_second, how, part, false)
+            },
+        );
+        let ((mut ptr, mut idx), (ends, second_idx)) = (first?, second?);
+        let offset = idx.len();
+        reserve_exact(&mut idx, second_idx.len(), "dependencies")?;
+        idx.extend_from_slice(&second_idx);
+        reserve_exact(&mut ptr, ends.len(), "dependency pointers")?;
+        ptr.extend(ends.iter().map(|&e| e + offset));
         self.dep_ptr = ptr;
         self.dep_idx = idx;
         // The pairs stay for `advance`; the allocation of the emptied one serves the next step.
@@ -925,6 +905,74 @@ impl SplitRows {
             self.span = self.span.max(last - first);
         }
     }
+}
+
+/// One half of [`Refine::merge_deps`] into new arrays: the merged CSR of `rows` of the known
+/// dependencies (`dep_ptr`, `dep_idx`) and `new` (their new pairs, sorted, distinct), as the
+/// rows' entries and each row's end, counted from the first row's start (and, for the `first`
+/// half, `0` first). The entries and pointers to reserve are given (the whole CSR's for the
+/// first half, which the second is joined to).
+fn merged_rows(
+    (dep_ptr, dep_idx): (&[usize], &[u32]),
+    rows: std::ops::Range<usize>,
+    new: &[(u32, u32)],
+    how: Merge,
+    (entries, pointers): (usize, usize),
+    first: bool,
+) -> Result<(Vec<usize>, Vec<u32>)> {
+    let (lo, hi) = (rows.start, rows.end);
+    let mut idx = Vec::new();
+    reserve(&mut idx, entries, "dependencies")?;
+    let mut ptr = Vec::new();
+    reserve(&mut ptr, pointers, "dependency pointers")?;
+    if first {
+        ptr.push(0);
+    }
+    if how == Merge::First {
+        // Nothing known yet (the first step's tags): the CSR is the pairs' own, with no
+        // merge (tridiagonal 10^6: 17.8 -> 8.3 ms).
+        idx.extend(new.iter().map(|&(_, j)| j));
+        let mut k = 0;
+        for i in lo as u32..hi as u32 {
+            while k < new.len() && new[k].0 == i {
+                k += 1;
+            }
+            ptr.push(k);
+        }
+        return Ok((ptr, idx));
+    }
+    // `done`: rows before it are in the new CSR; `shift`: entries added before row `done`;
+    // `base`: where the first row's entries start in the old CSR.
+    let base = dep_ptr[lo];
+    let (mut done, mut shift, mut k) = (lo, 0usize, 0usize);
+    while k < new.len() {
+        let i = new[k].0 as usize;
+        let start = k;
+        while k < new.len() && new[k].0 as usize == i {
+            k += 1;
+        }
+        // Rows done..i unchanged: one copy of their entries, their pointers shifted (none
+        // when the row before had new pairs too, as at the last level most rows do).
+        if done < i {
+            let (from, to) = (dep_ptr[done], dep_ptr[i]);
+            idx.extend_from_slice(&dep_idx[from..to]);
+            ptr.extend(dep_ptr[done + 1..=i].iter().map(|&p| p - base + shift));
+        }
+        let old = &dep_idx[dep_ptr[i]..dep_ptr[i + 1]];
+        let added = &new[start..k]; // sorted, distinct
+        let before = idx.len();
+        if old.is_empty() {
+            idx.extend(added.iter().map(|&(_, j)| j));
+        } else {
+            merge_sorted_unique(old, added, |j| idx.push(j));
+        }
+        shift += idx.len() - before - old.len();
+        ptr.push(idx.len());
+        done = i + 1;
+    }
+    idx.extend_from_slice(&dep_idx[dep_ptr[done]..dep_ptr[hi]]);
+    ptr.extend(dep_ptr[done + 1..=hi].iter().map(|&p| p - base + shift));
+    Ok((ptr, idx))
 }
 
 /// Keeps the candidate entries (CSR over the rows) for which `keep(row, the row's entries,
