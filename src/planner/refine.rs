@@ -177,8 +177,9 @@
 //! The second rule is about cost, not evidence: a row can reach it with nearly every column
 //! unknown and few dependencies (a lone row, whose P blocks all share one probe a level, learns
 //! one dependency a level and proves nothing zero). When refining ends, the rows recognised
-//! dense by it alone, at most 64 and with a known dependency, are *peeled*
-//! (`refine/peel.rs`): a probe of all of a row's unknown columns and none of its known
+//! dense by it alone, with a known dependency, are *peeled* (`refine/peel.rs`; 64 at a time,
+//! the others waiting their turn, unless they are more than one traced row in 32, a nearly
+//! dense pattern): a probe of all of a row's unknown columns and none of its known
 //! dependencies either leaves it unchanged (all zero) or names a new one, so u unknown
 //! dependencies take u + 1 probes, unless three samples of 32 columns all change (dense after
 //! all) or the probes pass an eighth of its unknown columns (one row of 20 spread dependencies

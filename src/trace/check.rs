@@ -36,7 +36,8 @@
 //! heavy row that cannot be checked in a class is traced again. A heavy row holding assumed
 //! entries (recognised dense) and no class of its own leaves the check, as light ones do
 //! below, its zeros kept as assumed entries (100 rows of 100 spread dependencies, recognised
-//! dense: 60328 evaluations, three probes per column, when they were traced again; 277 now).
+//! dense: 60328 evaluations, three probes per column, when they were traced again; 277 then;
+//! they are peeled now, 1237 exact, and 700 such rows, past what the peeling takes, 300).
 //!
 //! A pattern whose rows recognised dense kept their unknown columns as assumed entries
 //! (`planner/refine.rs`, "Dense rows") can be nearly dense: its coloring then needs about as
