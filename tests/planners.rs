@@ -448,10 +448,30 @@ fn rows_recognised_dense_for_their_cost_alone_are_peeled() {
 /// They now wait their turn and are peeled as places free up (`planner/refine/peel.rs`). A
 /// nearly dense pattern, where such rows are more than one in 32 (1000 x 2000 with 5% of the
 /// entries: its exact pattern colors no cheaper), is kept dense as before (79 evaluations;
-/// peeling its rows in turns took 2222 and still left most of them assumed).
+/// peeling its rows in turns took 2222 and still left most of them assumed). A blind row among
+/// them is peeled too.
 #[test]
 fn rows_recognised_dense_for_their_cost_alone_wait_their_turn_to_be_peeled() {
     wide_rows_checked_exactly(100, 1600, "a hundred rows of 100, checked");
+    // The last of them blind (its NaNs lose their payloads): blind rows go first.
+    let n = 20_000;
+    let truth = with_wide_rows(n, 100, 100);
+    let mut tagged = Synthetic::new(&truth, Winner::Random, 1);
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        nanprop::driver::BlackBox::eval(&mut tagged, x, y)?;
+        if y[99].is_nan() {
+            y[99] = f64::NAN;
+        }
+        Ok(())
+    };
+    let got = checked(&mut f, n);
+    let what = "a hundred rows of 100, the last blind, checked";
+    assert_exact(&truth, &got, what);
+    assert!(
+        got.report.evaluations < 4000,
+        "{what}: {}",
+        got.report.evaluations
+    );
     let mut rng = synthetic::Rng::new(7);
     let truth = synthetic::from_rows(1000, 2000, |_, r| {
         r.extend((0..2000).filter(|_| rng.below(100) < 5))
