@@ -397,6 +397,19 @@ fn rows_recognised_dense_for_their_cost_alone_are_peeled() {
         "one blind row of {d}: {} evaluations, {most} allowed",
         got.report.evaluations
     );
+    // A blind row of about 5 never holds 64 candidate blocks: alone (at most 8 blind rows), 16
+    // are enough to peel it (351 evaluations before, one probe per column of its last
+    // candidates).
+    let mut rng = synthetic::Rng::new(3);
+    let truth = synthetic::from_rows(1, n, |_, r| r.extend((0..n).filter(|_| rng.below(n) < 5)));
+    let got = run(&truth, Strategy::Payload, Winner::Anonymous, 1);
+    assert_exact(&truth, &got, "one blind row of about 5");
+    assert!(
+        got.report.evaluations < 200,
+        "one blind row of {}: {} evaluations",
+        truth.nnz(),
+        got.report.evaluations
+    );
     let truth = synthetic::dense(1, n);
     let got = run(&truth, Strategy::Payload, Winner::Random, 1);
     assert_eq!(got.col_idx(), truth.col_idx(), "one dense row");

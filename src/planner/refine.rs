@@ -68,9 +68,10 @@
 //! on a 141 x 141 grid without payloads: 833 evaluations under a cap of 4, 115 now; random 5
 //! per row at n = 2 x 10^4: 20055, one probe per column, 215 now). Rows with a tag never count
 //! as blind, so traces with payloads are unchanged. A blind row left with at least 64 candidate
-//! blocks before the last level, holding half of all blocks or among at most 64 blind rows, is
-//! taken out of refining and peeled by halving instead (`refine/peel.rs`): one row of 20 spread
-//! dependencies among 10^4 columns, 1204 evaluations -> 348.
+//! blocks before the last level, holding half of all blocks or among at most 64 blind rows (or
+//! with 16, among at most 8), is taken out of refining and peeled by halving instead
+//! (`refine/peel.rs`): one row of 20 spread dependencies among 10^4 columns, 1204 evaluations
+//! -> 318; of 5, 351 -> 115.
 //!
 //! The coloring is the hot loop on patterns without locality (each row's blocks are looked at
 //! once per block of the row). Two things keep it cheap: rows with the same list of blocks as
@@ -289,6 +290,8 @@ const WIDE_ROW_BLOCKS: usize = 64;
 /// A blind row with at least this many candidate blocks before the last level may be peeled
 /// instead of refined (`refine/peel.rs`).
 const BLIND_PEEL_FROM: usize = 64;
+/// Or with at least this many, when it is among few blind rows (`refine/peel.rs`).
+const BLIND_PEEL_FEW: usize = 16;
 
 /// The dense test looks at steps with at least this many blocks.
 const MIN_BLOCKS_FOR_DENSE_TEST: usize = 8;

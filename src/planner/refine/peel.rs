@@ -65,7 +65,15 @@
 //! takes it out of refining (`take_blind_rows`), its candidates' columns kept for the peeling,
 //! when it holds half of all blocks (a wide row: an arrowhead's dense row whose payloads are
 //! lost) or when at most 64 rows in all are blind (a lone row, or a few among rows whose tags
-//! come back); at most 64 such rows in all. When every row is blind and each holds fewer
+//! come back); at most 64 such rows in all. When at most `BLIND_FEW_ROWS` (8) rows are blind,
+//! `BLIND_PEEL_FEW` (16) candidate blocks are enough: a lone blind row of a few dependencies
+//! never holds 64 (theirs and their siblings), and took one probe per column of its last
+//! candidates (`steps` example, one blind row among 10^4 columns without the check: 5
+//! dependencies 351 evaluations -> 115, 10 628 -> 183, 20 348 -> 318, 100 1133 -> 1087;
+//! among random 5 per row at 2 x 10^4, checked, a blind row of 20 250 evaluations with one
+//! entry too many -> 467, exact). Taking rows of 16 blocks among more blind rows lost
+//! exactness to the cap at n = 100 to 1000 (random 5 per row without payloads: 131 -> 956
+//! evaluations and assumed entries at 1000). When every row is blind and each holds fewer
 //! than half the blocks (random 12 per row without payloads), the levels' group testing
 //! shares its probes among the rows and stays cheaper. A blind row's limit is one probe per
 //! unknown column (the last level's cost).
@@ -89,7 +97,8 @@
 //! traced again after the check: 19974 zeros kept as assumed entries before, exact now.
 //!
 //! Blind: one row of 20 spread dependencies among 10^4 columns, 1204 evaluations before, 348
-//! now (424 probing both halves of every split group); of 100, 5124 and 1133 (1436); of 20
+//! when peeled (424 probing both halves of every split group; 318 taken from 16 blocks, as a
+//! lone row now is); of 100, 5124 and 1133 (1436; 1087 from 16 blocks); of 20
 //! among 10^5 columns, 2941 and 617 (800); a row of 100 among random 5 per row whose tags come
 //! back, n = 2 x 10^4, checked: 2320 and 1356 (1713); a blind dense row
 //! among them 211 and 197. The fingerprint suite (1168 traces): 131916 -> 130724 evaluations,
@@ -97,7 +106,7 @@
 //! 50 at 1000, 82 -> 69 at 2 x 10^4; random 12 per row at 257 302 -> 299); no trace with
 //! payloads changed.
 
-use super::split::retain_candidates;
+use super::split::{retain_candidates, BlindKind};
 use super::wide::WIDE_ROWS_MOST;
 use super::{block_range, Mode, Refine, DENSE_MIN};
 use crate::error::{filled, push, reserve, Result};
@@ -107,6 +116,10 @@ use crate::probe::{Hit, Probe};
 fn mix(salt: u64, j: u32) -> u64 {
     (salt ^ u64::from(j).wrapping_mul(0x9E37_79B9_7F4A_7C15)).wrapping_mul(0xD6E8_FEB8_6659_FD93)
 }
+
+/// A blind row with `BLIND_PEEL_FEW` candidate blocks or more (fewer than `BLIND_PEEL_FROM`) is
+/// taken out of refining when at most this many rows are blind (module docs).
+const BLIND_FEW_ROWS: usize = 8;
 
 /// A row's own probes are at most its unknown columns at the start over this.
 const OWN_PROBES_DIVISOR: usize = 8;
@@ -304,13 +317,19 @@ impl Refine {
     /// in all are blind (`blind_rows`); as long as the rows peeled stay at most that many.
     pub(super) fn take_blind_rows(
         &mut self,
-        found: Vec<(u32, bool)>,
+        found: Vec<(u32, BlindKind)>,
         blind_rows: usize,
     ) -> Result<()> {
         let few = blind_rows <= WIDE_ROWS_MOST;
         let mut rows = Vec::new();
         reserve(&mut rows, found.len(), "rows to peel")?;
-        rows.extend(found.iter().filter(|f| f.1 || few).map(|f| f.0));
+        let lone = blind_rows <= BLIND_FEW_ROWS;
+        let taken = |kind: BlindKind| match kind {
+            BlindKind::Wide => true,
+            BlindKind::Many => few,
+            BlindKind::Some => lone,
+        };
+        rows.extend(found.iter().filter(|f| taken(f.1)).map(|f| f.0));
         if rows.is_empty()
             || self.peel.blind.len() + rows.len() > WIDE_ROWS_MOST
             || self.cap == usize::MAX

@@ -20,8 +20,8 @@
 //! after the join. A merge of many new dependencies runs in two halves too ([`merged_rows`]).
 
 use super::{
-    Mode, Refine, BLIND_PEEL_FROM, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN, DENSE_MIN_BLOCKS, HIT,
-    NONE, PERT, PROBE, RESTLESS_PART, UNTESTED, WIDE_BRANCH_BITS,
+    Mode, Refine, BLIND_PEEL_FEW, BLIND_PEEL_FROM, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN,
+    DENSE_MIN_BLOCKS, HIT, NONE, PERT, PROBE, RESTLESS_PART, UNTESTED, WIDE_BRANCH_BITS,
 };
 use crate::error::{push, reserve, reserve_exact, zero_bits, Result};
 use crate::halves::{both, halfway};
@@ -796,11 +796,15 @@ impl Refine {
             let children = idx.len() - row_start;
             if s > 0 && deps.is_empty() && children > 0 {
                 out.blind_rows += 1;
-                if children >= BLIND_PEEL_FROM {
+                if children >= BLIND_PEEL_FEW {
                     // Blind with many candidate blocks before the last level: maybe peeled
-                    // instead (`peel.rs`); whether it holds half of all blocks.
-                    let wide = 2 * children >= next.blocks;
-                    push(&mut out.blind, (i as u32, wide), "rows to peel")?;
+                    // instead (`peel.rs`); how many, and whether it holds half of all blocks.
+                    let kind = match children >= BLIND_PEEL_FROM {
+                        true if 2 * children >= next.blocks => BlindKind::Wide,
+                        true => BlindKind::Many,
+                        false => BlindKind::Some,
+                    };
+                    push(&mut out.blind, (i as u32, kind), "rows to peel")?;
                 }
             }
             if s == 0 && !deps.is_empty() && !is_dense {
@@ -885,7 +889,19 @@ struct SplitRows {
     /// Blind rows with candidates at the next level, and of those the ones with at least
     /// `BLIND_PEEL_FROM`, and whether they hold half of all blocks (`peel.rs`).
     blind_rows: usize,
-    blind: Vec<(u32, bool)>,
+    blind: Vec<(u32, BlindKind)>,
+}
+
+/// A blind row with at least `BLIND_PEEL_FEW` candidate blocks at the next level
+/// ([`Refine::take_blind_rows`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum BlindKind {
+    /// Fewer than `BLIND_PEEL_FROM`.
+    Some,
+    /// At least `BLIND_PEEL_FROM`.
+    Many,
+    /// At least `BLIND_PEEL_FROM`, and half of all blocks.
+    Wide,
 }
 
 /// Whether a row is recognised dense at the end of a step ([`Refine::recognised_dense`]).
