@@ -310,11 +310,12 @@ fn split_groups(
 }
 
 impl Refine {
-    /// Takes blind rows (no known dependency) with at least `BLIND_PEEL_FROM` candidate blocks
-    /// at the level a split just made out of refining, their candidates' columns kept for the
-    /// peeling (module docs): those of `found` (sorted, with whether they hold half of all
-    /// blocks) that hold half of all blocks, or all of them when at most `WIDE_ROWS_MOST` rows
-    /// in all are blind (`blind_rows`); as long as the rows peeled stay at most that many.
+    /// Takes blind rows (no known dependency) with many candidate blocks at the level a split
+    /// just made out of refining, their candidates' columns kept for the peeling (module docs):
+    /// those of `found` (sorted, with how many blocks they hold) that hold half of all blocks;
+    /// those with at least `BLIND_PEEL_FROM` when at most `WIDE_ROWS_MOST` rows in all are blind
+    /// (`blind_rows`); those with at least `BLIND_PEEL_FEW` when at most `BLIND_FEW_ROWS` are;
+    /// as long as the rows peeled stay at most `WIDE_ROWS_MOST`.
     pub(super) fn take_blind_rows(
         &mut self,
         found: Vec<(u32, BlindKind)>,

@@ -887,7 +887,7 @@ struct SplitRows {
     /// Of those rows, the ones recognised for their cost alone (`peel.rs`).
     peel: Vec<u32>,
     /// Blind rows with candidates at the next level, and of those the ones with at least
-    /// `BLIND_PEEL_FROM`, and whether they hold half of all blocks (`peel.rs`).
+    /// `BLIND_PEEL_FEW`, and how many they hold (`peel.rs`).
     blind_rows: usize,
     blind: Vec<(u32, BlindKind)>,
 }
