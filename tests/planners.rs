@@ -289,6 +289,20 @@ fn a_wide_row_among_sparse_ones_is_traced_exactly() {
     wide_rows_checked_exactly(10, 1500, "ten wide rows, checked");
 }
 
+/// `truth` traced with the check, its NaNs coming back with their payloads (the winner random)
+/// but row `blind`'s, which lose theirs (a default NaN made inside).
+fn checked_with_blind_row(truth: &Pattern, blind: usize) -> Pattern {
+    let mut tagged = Synthetic::new(truth, Winner::Random, 1);
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        nanprop::driver::BlackBox::eval(&mut tagged, x, y)?;
+        if y[blind].is_nan() {
+            y[blind] = f64::NAN;
+        }
+        Ok(())
+    };
+    checked(&mut f, truth.cols())
+}
+
 /// `rows` rows of about 100 spread dependencies among random 5 per row at n = 2 x 10^4,
 /// traced with the check: exact, in fewer than `most` evaluations.
 fn wide_rows_checked_exactly(rows: usize, most: usize, what: &str) {
@@ -469,15 +483,7 @@ fn rows_recognised_dense_for_their_cost_alone_wait_their_turn_to_be_peeled() {
     // The last of them blind (its NaNs lose their payloads): blind rows go first.
     let n = 20_000;
     let truth = with_wide_rows(n, 100, 100);
-    let mut tagged = Synthetic::new(&truth, Winner::Random, 1);
-    let mut f = |x: &[f64], y: &mut [f64]| {
-        nanprop::driver::BlackBox::eval(&mut tagged, x, y)?;
-        if y[99].is_nan() {
-            y[99] = f64::NAN;
-        }
-        Ok(())
-    };
-    let got = checked(&mut f, n);
+    let got = checked_with_blind_row(&truth, 99);
     let what = "a hundred rows of 100, the last blind, checked";
     assert_exact(&truth, &got, what);
     assert!(
@@ -519,15 +525,7 @@ fn a_blind_wide_row_costs_far_less_than_one_hot() {
     );
     // One blind row of about 100 among rows with payloads, checked.
     let truth = with_wide_rows(n, 1, 100);
-    let mut tagged = Synthetic::new(&truth, Winner::Random, 1);
-    let mut f = |x: &[f64], y: &mut [f64]| {
-        nanprop::driver::BlackBox::eval(&mut tagged, x, y)?;
-        if y[0].is_nan() {
-            y[0] = f64::NAN;
-        }
-        Ok(())
-    };
-    let got = checked(&mut f, n);
+    let got = checked_with_blind_row(&truth, 0);
     assert_exact(&truth, &got, "one blind row of about 100, checked");
     assert!(
         got.report.evaluations < 4000,
