@@ -155,6 +155,13 @@ struct Row {
 }
 
 impl Row {
+    /// Whether it takes no more probes: stopped, resolved, or its open groups past what it may
+    /// still take.
+    fn done(&self) -> bool {
+        let open = self.groups.iter().filter(|g| g.2 == Told::Open).count();
+        self.stopped || self.unknown.is_empty() || self.left < open
+    }
+
     /// Takes column `j` for a dependency of the row, recorded in `learned`, if it is one of its
     /// unknown columns; returns whether it was.
     fn learn(&mut self, j: u32, learned: &mut Vec<(u32, u32)>) -> Result<bool> {
@@ -365,7 +372,7 @@ impl Refine {
     /// dense rows' kept columns. Returns whether there is any.
     pub(super) fn start_peel(&mut self) -> Result<bool> {
         let mut found = std::mem::take(&mut self.peel.found);
-        let blind = std::mem::take(&mut self.peel.blind);
+        let mut blind = std::mem::take(&mut self.peel.blind);
         // More than one traced row in `PEELED_PART` (and than `WIDE_ROWS_MOST`): a nearly dense
         // pattern, where the exact rows would color no cheaper; they stay recognised dense.
         let traced = self.baseline.iter().filter(|b| b.is_finite()).count();
@@ -384,7 +391,6 @@ impl Refine {
         // The blind rows first (at most `WIDE_ROWS_MOST`, `take_blind_rows`: their kept columns
         // are candidates to one probe per column, not assumed entries), then the costly ones in
         // row order; past `WIDE_ROWS_MOST` they wait their turn (`activate`).
-        let mut blind = blind;
         blind.sort_unstable();
         let is_blind = |i: &u32| blind.binary_search(i).is_ok();
         let mut queue = Vec::new();
@@ -452,17 +458,13 @@ impl Refine {
         if peel.queue.is_empty() {
             return Ok(());
         }
-        let done = |row: &Row| {
-            let open = row.groups.iter().filter(|g| g.2 == Told::Open).count();
-            row.stopped || row.unknown.is_empty() || row.left < open
-        };
-        for row in peel.rows.iter().filter(|row| done(row)) {
+        for row in peel.rows.iter().filter(|row| row.done()) {
             peel.retired += 1;
             peel.retired_dense += usize::from(row.sampled && row.samples_changed == SAMPLES);
             let ranges = row.unknown.iter().map(|&j| (j, j + 1));
             push_runs(&mut self.dense, row.row, ranges)?;
         }
-        peel.rows.retain(|row| !done(row));
+        peel.rows.retain(|row| !row.done());
         let mostly_dense = 2 * peel.retired_dense > peel.retired;
         let room = WIDE_ROWS_MOST.saturating_sub(peel.rows.len());
         if room == 0 || mostly_dense {
@@ -488,12 +490,10 @@ impl Refine {
         let peel = &mut self.peel;
         let mut owners = Vec::new();
         for (r, row) in peel.rows.iter().enumerate() {
-            let open = |g: &(u32, u32, Told)| g.2 == Told::Open;
-            let probed = row.groups.iter().filter(|g| open(g)).count();
-            if row.stopped || row.unknown.is_empty() || row.left < probed {
+            if row.done() {
                 continue;
             }
-            for g in (0..row.groups.len()).filter(|&g| open(&row.groups[g])) {
+            for g in (0..row.groups.len()).filter(|&g| row.groups[g].2 == Told::Open) {
                 push(&mut owners, Owner { r, group: Some(g) }, "probes")?;
             }
             // Samples are worth taking only where they leave most columns out.
