@@ -40,6 +40,15 @@ pub(crate) fn two_cores() -> bool {
     std::thread::available_parallelism().is_ok_and(|cores| cores.get() >= 2)
 }
 
+/// The work from which a pass is cut in two on this machine: [`HALVES_MIN_WORK`] with two
+/// cores or more, never with one.
+pub(crate) fn halves_from() -> usize {
+    match two_cores() {
+        true => HALVES_MIN_WORK,
+        false => usize::MAX,
+    }
+}
+
 /// Runs `first` here and `second` on a helper thread when `at_once`, and returns both results;
 /// otherwise (or when the thread does not start) runs `first`, then `second`, here. A panic in
 /// `second` is raised again here, as it would have been on this thread.

@@ -248,7 +248,7 @@
 use super::parked::{span_tests, span_tests_at, tests_in, Parked, STORED};
 use super::Planner;
 use crate::error::{filled, push, reserve, Error, Result};
-use crate::halves::{both, halfway, HALVES_MIN_WORK};
+use crate::halves::{both, halfway};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
 use crate::prefetch::{prefetch, prefetch_at};
 use crate::probe::{Hit, Probe, Reader};
@@ -389,7 +389,7 @@ pub struct Refine {
     /// in it, its pages already mapped (it is let go when no level follows).
     spare: Vec<u32>,
     /// The work (rows plus entries) from which a pass over the rows runs in two halves at
-    /// once (`halves.rs`): [`HALVES_MIN_WORK`] on two cores or more, never on one.
+    /// once ([`crate::halves::halves_from`]: the tests set it).
     halves_from: usize,
     /// The entries a level lists from which its coloring counts over a sample of the lists
     /// (`sample.rs`): [`sample::SAMPLE_FROM`].
@@ -461,10 +461,7 @@ impl Refine {
             all_quiet: false,
             far: false,
             spare: Vec::new(),
-            halves_from: match crate::halves::two_cores() {
-                true => HALVES_MIN_WORK,
-                false => usize::MAX,
-            },
+            halves_from: crate::halves::halves_from(),
             sample_from: sample::SAMPLE_FROM,
             cap_growth: 0,
             wide: wide::Wide::default(),

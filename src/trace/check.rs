@@ -69,7 +69,7 @@
 
 use crate::coloring::{self, Coloring, ColoringOptions, Order};
 use crate::error::{copied, filled, push, reserve, reserve_exact, zero_bits, Result};
-use crate::halves::{both, halfway, HALVES_MIN_WORK};
+use crate::halves::{both, halfway, halves_from};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
 use crate::precision::Precision;
 use crate::probe::Probe;
@@ -177,7 +177,7 @@ pub(crate) struct Check {
     /// [`Check::tell`]): the least size the curvature allowance takes for an output.
     typical: Option<f64>,
     /// Rows plus entries from which a class's rows are tested in two halves at once
-    /// (`halves.rs`): [`HALVES_MIN_WORK`] on two cores or more, never on one.
+    /// ([`halves_from`]: the tests set it).
     halves_from: usize,
 }
 
@@ -740,15 +740,6 @@ impl Test<'_> {
                 (g_up - g_down).abs() > SLOPE_TOLERANCE * g_up.abs().max(g_down.abs()) + floor
             }
         }
-    }
-}
-
-/// Rows plus entries from which work over them is split in two halves at once (`halves.rs`):
-/// [`HALVES_MIN_WORK`] on two cores or more, never on one.
-fn halves_from() -> usize {
-    match crate::halves::two_cores() {
-        true => HALVES_MIN_WORK,
-        false => usize::MAX,
     }
 }
 
