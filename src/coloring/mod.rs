@@ -44,7 +44,7 @@
 //! (row length)^2) time, O(nnz + n + m) memory (the transposed structure unless the pattern is
 //! symmetric, bucket queues for the dynamic orders with an 8-byte record per column, the degrees
 //! counted once, stamp arrays for the forbidden colors and a buffer of one walk's neighbours;
-//! saturation keeps a 16-byte record per column, a buffer as long as the longest walk, a copy of
+//! saturation keeps a 16-byte record and a bit per column, a buffer as long as the longest walk, a copy of
 //! the column lists without repeated rows when there are some, and for the columns that see more
 //! than 64 colors a bit per color they see). No order costs more than that: saturation's question
 //! "is this color new to this column" is O(1) (`seen.rs`). Measured (`nanprop-bench --coloring`,
