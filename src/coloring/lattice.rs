@@ -21,15 +21,43 @@
 //! smallest low digits first: radix N before N - 1, whose formulas fit all rows but those
 //! along a diagonal of the grid) and coefficients below `k` (the first 1), is tried on
 //! [`SAMPLE_ROWS`] rows spread over the pattern; one that passes is written out for
-//! every column and checked on every row ([`super::check`]), at most [`FULL_TESTS`] times. A
+//! every column and checked on every row, at most [`FULL_TESTS`] times. A
 //! pattern with no such structure (random columns, an unstructured mesh) fails on the sample
 //! rows, within [`SAMPLE_TESTS`] tries of a few rows each. The answer is a valid coloring with
 //! exactly `k` colors, or none: [`super::color`] tries it before any order under
 //! [`super::Strategy::Auto`] and [`super::Strategy::BestOf`] (and so does the trace's check,
-//! which colors with the default).
+//! which colors with the default). The payload planner tries it on the blocks of its last
+//! level ([`Rows`]: lists whose entries carry a flag; `planner/refine/level.rs`).
 
 use crate::error::{filled, Result};
 use crate::pattern::Pattern;
+
+/// Rows of columns a formula is sought for: a pattern's, or lists whose entries carry flags in
+/// the bits outside [`Rows::mask`] (the payload planner's lists of blocks).
+pub(crate) trait Rows {
+    /// How many rows.
+    fn rows(&self) -> usize;
+    /// How many columns (each entry's column, masked, is below it).
+    fn cols(&self) -> usize;
+    /// Row `i`'s entries, in increasing order of their columns.
+    fn row(&self, i: usize) -> &[u32];
+    /// The bits of an entry that hold its column.
+    fn mask(&self) -> u32 {
+        u32::MAX
+    }
+}
+
+impl Rows for Pattern {
+    fn rows(&self) -> usize {
+        Pattern::rows(self)
+    }
+    fn cols(&self) -> usize {
+        Pattern::cols(self)
+    }
+    fn row(&self, i: usize) -> &[u32] {
+        Pattern::row(self, i)
+    }
+}
 
 /// Rows spread over the pattern on which a formula is tried before it is written out.
 const SAMPLE_ROWS: usize = 256;
@@ -71,11 +99,11 @@ impl Formula {
         (sum % self.k) as u32
     }
 
-    /// Whether the columns of `row` take distinct colors.
-    fn fits(&self, row: &[u32]) -> bool {
+    /// Whether the columns of `row` (each entry's bits in `mask`) take distinct colors.
+    fn fits(&self, row: &[u32], mask: u32) -> bool {
         let mut seen = 0u64;
         for &j in row {
-            let bit = 1u64 << self.color(j as u64);
+            let bit = 1u64 << self.color((j & mask) as u64);
             if seen & bit != 0 {
                 return false;
             }
@@ -111,15 +139,30 @@ impl Formula {
     }
 }
 
+/// Whether no row of `p` holds two columns of one color (every color below 64).
+fn fits_every_row(p: &impl Rows, colors: &[u32]) -> bool {
+    let mask = p.mask();
+    (0..p.rows()).all(|i| {
+        let mut seen = 0u64;
+        p.row(i).iter().all(|&j| {
+            let bit = 1u64 << colors[(j & mask) as usize];
+            let new = seen & bit == 0;
+            seen |= bit;
+            new
+        })
+    })
+}
+
 /// The columns of `p` colored by a grid formula at its lower bound `k` (the longest row's
 /// length, [`super::lower_bound`]), or `None` when no formula was found (see the module docs).
-/// A coloring returned is valid and has exactly `k` colors.
+/// A coloring returned is valid (no row holds two columns of one color) and has exactly `k`
+/// colors.
 ///
 /// # Errors
 /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when the colors do not fit.
-pub(crate) fn lattice(p: &Pattern, k: usize) -> Result<Option<Vec<u32>>> {
-    let (m, n) = (p.rows(), p.cols());
-    debug_assert_eq!(k, super::lower_bound(p));
+pub(crate) fn lattice(p: &impl Rows, k: usize) -> Result<Option<Vec<u32>>> {
+    let (m, n, mask) = (p.rows(), p.cols(), p.mask());
+    debug_assert_eq!(k, (0..m).map(|i| p.row(i).len()).max().unwrap_or(0));
     if k == 0 || k > MAX_COLORS || m == 0 {
         return Ok(None);
     }
@@ -130,7 +173,7 @@ pub(crate) fn lattice(p: &Pattern, k: usize) -> Result<Option<Vec<u32>>> {
     else {
         return Ok(None);
     };
-    let row = p.row(model);
+    let row: Vec<u32> = p.row(model).iter().map(|&j| j & mask).collect();
     let mut diffs: Vec<u64> = Vec::new();
     for (a, &x) in row.iter().enumerate() {
         diffs.extend(row[a + 1..].iter().map(|&y| (y - x) as u64));
@@ -210,11 +253,11 @@ pub(crate) fn lattice(p: &Pattern, k: usize) -> Result<Option<Vec<u32>>> {
         .chain(three)
         .take(SAMPLE_TESTS)
     {
-        if !sample.iter().all(|&i| formula.fits(p.row(i))) {
+        if !sample.iter().all(|&i| formula.fits(p.row(i), mask)) {
             continue;
         }
         let colors = formula.colors(n)?;
-        if super::check(p, &colors, k).is_ok() {
+        if fits_every_row(p, &colors) {
             return Ok(Some(colors));
         }
         written += 1;

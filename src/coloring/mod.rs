@@ -77,7 +77,7 @@ mod buckets;
 mod columns;
 mod forbidden;
 mod graph;
-mod lattice;
+pub(crate) mod lattice;
 mod result;
 mod saturation;
 mod seen;

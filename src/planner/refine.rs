@@ -121,6 +121,17 @@
 //! coloring work is past `ITERATED_GREEDY_WORK` (`level.rs`: there the pass costs a black box
 //! that takes little time more than the probes it saves).
 //!
+//! The lists of a structured grid numbered in order (a band, a stencil) are tried first
+//! against a grid's coloring formula (`coloring/lattice.rs`: no list holding two blocks of one
+//! color, at the longest list's length, in O(listed blocks), where the passes transpose the
+//! lists and walk them; a list without such structure fails on a few lists, in microseconds).
+//! The formula keeps every pair of a list apart, where the passes let two Q blocks (and a quiet
+//! row's P blocks) share a probe, so it can need more colors: within one of the largest clique
+//! a row makes it is taken and the passes do not run (the tridiagonal at 10^6: 4 probes as the
+//! passes give, the level's transpose and coloring, about 70 ms, replaced by 13 ms); past it
+//! the passes run and the fewer colors are kept (the 5-point stencil on 300 x 300: 8 against
+//! 10; diagonal blocks of 10 under the smallest NaN winning: the passes' 15 against 16).
+//!
 //! # Termination and cost
 //!
 //! Levels run from one block of all n columns down to single columns: at most
@@ -1036,6 +1047,49 @@ mod tests {
             steps.push((p.shift, probes, p.quiet.count_ones(), clique));
         });
         steps
+    }
+
+    /// A grid's last level is colored by its formula (`coloring/lattice.rs`) when that needs
+    /// no more probes than the greedy passes: the longest list of blocks (a row's candidates
+    /// and known dependencies) on the 5-point stencil (8 where the passes took 10: 2
+    /// evaluations fewer) and on the tridiagonal (4, as the passes); on diagonal blocks under
+    /// the smallest NaN winning the passes' 15 beat the formula's 16 (two known dependencies
+    /// of a row may share a probe) and are kept.
+    #[test]
+    fn a_grids_last_level_takes_the_formula_when_it_needs_no_more_probes() {
+        use crate::testing::{banded, block_diagonal, stencil_2d, Synthetic, Winner};
+        for (truth, winner, formula) in [
+            (stencil_2d(100), Winner::Random, true),
+            (stencil_2d(100), Winner::Largest, true),
+            (banded(5000, 1), Winner::Random, true),
+            (block_diagonal(1000, 10), Winner::Smallest, false),
+        ] {
+            let (m, n) = (truth.rows(), truth.cols());
+            let mut f = Synthetic::new(&truth, winner, 5);
+            let mut leaf = Vec::new();
+            drive(&mut f, m, n, |p, probes| {
+                if p.shift == 0 && probes > 0 && p.mode == Mode::Refining {
+                    // The longest list: a row's candidates (columns here) and dependencies.
+                    let longest = (0..m)
+                        .filter(|&i| p.cand_ptr[i + 1] > p.cand_ptr[i])
+                        .map(|i| {
+                            let cands = &p.cand_idx[p.cand_ptr[i]..p.cand_ptr[i + 1]];
+                            let all: std::collections::BTreeSet<u32> =
+                                cands.iter().chain(p.deps(i)).copied().collect();
+                            all.len()
+                        })
+                        .max()
+                        .unwrap_or(0);
+                    leaf.push((probes, longest));
+                }
+            });
+            assert_eq!(leaf.len(), 1, "{winner:?} {leaf:?}");
+            let (probes, longest) = leaf[0];
+            match formula {
+                true => assert_eq!(probes, longest, "{winner:?}"),
+                false => assert!(probes < longest, "{winner:?} {leaf:?}"),
+            }
+        }
     }
 
     /// Random sparse rows know all their dependencies long before the last level: there their

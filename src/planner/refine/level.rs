@@ -13,7 +13,9 @@
 //! again with quiet rows' candidates sharing probes, and once more class by class (iterated
 //! greedy): the `refine` module docs, "The last level". At a coarse level where each block is
 //! held by thousands of lists (a big pattern without locality), the coloring counts over a
-//! sample of the lists (`sample.rs`).
+//! sample of the lists (`sample.rs`). At the last level a structured grid's lists are tried
+//! first against its coloring formula ([`by_formula`]; the `refine` module docs, "The last
+//! level", say when it is kept).
 //! [`Refine::start_onehot`] hands out one probe per still-unknown column instead.
 //!
 //! On two cores, at large levels, the listing pass runs in two halves of rows at once
@@ -172,21 +174,47 @@ impl Refine {
             false => None,
         };
         let rows = lists.len() - 1;
+        // At the last level, the lists of a structured grid (a band, a stencil) numbered in
+        // order: their blocks colored by the grid's formula, no two blocks of a list alike, at
+        // the longest list's length (`coloring/lattice.rs`); any other pattern fails the
+        // formula on a few lists. The last level keeps apart only a P block from the row's
+        // other blocks (two Q blocks may share a probe, and a quiet row's P blocks too), so
+        // the greedy passes below can need fewer colors than the longest list (a row's P
+        // blocks and one Q block, `max_clique`, is their bound without quiet rows). Within one
+        // of that the formula is taken with no transpose and no greedy pass (the tridiagonal:
+        // 4 colors where the passes find 4); past it the passes run and the fewer colors win
+        // (the 5-point stencil: 8 against 10; diagonal blocks of 10 under the smallest NaN
+        // winning: 16 against 15).
+        let formula = match leaf && runs.is_none() {
+            true => by_formula(&lists, &k_idx, nblocks, longest, &probed)?,
+            false => None,
+        };
+        let (formula, formula_alone) = match formula {
+            Some((color, k)) if k <= max_clique + 1 => (None, Some((color, k))),
+            other => (other, None),
+        };
 
         // Transpose: for each block, the rows (ordinals) that hold it, with
         // the block's P/Q flag for that row in the top bit.
         // Counting sort without a second pointer array: t_ptr[b] counts, then holds the end of
         // block b's list, and filling from the back moves it to the start.
         let start_of = |lists: &[(u32, u32, u32)], r: usize| (lists[r].0 & !P_FLAG) as usize;
-        let mut t_ptr = filled(0u32, nblocks + 1, "block pointers")?;
-        for &b in &k_idx {
+        let transposed = match formula_alone.is_none() {
+            true => nblocks + 1,
+            false => 0,
+        };
+        let mut t_ptr = filled(0u32, transposed, "block pointers")?;
+        for &b in k_idx.iter().filter(|_| formula_alone.is_none()) {
             t_ptr[(b & !P_FLAG) as usize] += 1;
         }
-        for b in 1..=nblocks {
+        for b in 1..transposed {
             t_ptr[b] += t_ptr[b - 1];
         }
-        let mut t_idx = filled(0u32, k_idx.len(), "rows of blocks")?;
-        for r in (0..rows).rev() {
+        let mut t_idx = match formula_alone.is_none() {
+            true => filled(0u32, k_idx.len(), "rows of blocks")?,
+            false => Vec::new(),
+        };
+        for r in (0..rows).rev().filter(|_| formula_alone.is_none()) {
             for &b in k_idx[start_of(&lists, r)..start_of(&lists, r + 1)]
                 .iter()
                 .rev()
@@ -221,15 +249,26 @@ impl Refine {
                 coarse_cap(max_q, self.cap_growth).max(blind)
             }
         };
-        let mut color = filled(NONE, nblocks, "block colors")?;
-        let by_block = (&t_ptr[..], &t_idx[..], scattered(&t_ptr, &t_idx, s));
-        self.far = by_block.2;
+        let (mut color, formula_colors, far) = match formula_alone {
+            Some((color, colors)) => (color, Some(colors), lists_far(&lists, &k_idx)),
+            None => (
+                filled(NONE, nblocks, "block colors")?,
+                None,
+                scattered(&t_ptr, &t_idx, s),
+            ),
+        };
+        let by_block = (&t_ptr[..], &t_idx[..], far);
+        self.far = far;
         let tallied = !leaf
             && by_block.2
             && cap <= TALLY_COLORS
             && longest <= TALLY_MAX_LIST
             && k_idx.len() >= Tallies::space(rows);
-        let (colors, hard_taken) = if let Some(mut tallies) = tallied
+        let (colors, hard_taken) = if let Some(colors) = formula_colors {
+            // Colored by formula: every conflict kept apart (at the last level every one is
+            // hard), none taken.
+            (colors, 0)
+        } else if let Some(mut tallies) = tallied
             .then(|| Tallies::new(&lists, &mut k_idx, cap))
             .flatten()
         {
@@ -337,6 +376,14 @@ impl Refine {
                 });
             }
             (colors, hard_taken)
+        };
+        // The formula's colors when fewer than the passes'.
+        let colors = match formula {
+            Some((by_formula, k)) if k < colors => {
+                color = by_formula;
+                k
+            }
+            _ => colors,
         };
         if !leaf && grows_cap(max_q, hard_taken, listed) {
             self.cap_growth += 1;
@@ -1085,6 +1132,77 @@ fn nonzero(flags: &[u8]) -> impl Iterator<Item = usize> + Clone + '_ {
         .map(|(b, _)| b)
 }
 
+/// The last level's probed blocks colored by a grid's formula (`coloring/lattice.rs`) over the
+/// rows' lists (`lists`' starts into `k_idx`, the last one the end; entries flagged P in the
+/// top bit), whose longest holds `longest` blocks: each probed block's color (the colors the
+/// probed blocks take, renumbered from 0 in order: a formula color no probed block took makes
+/// no probe), the others' [`NONE`], and the number of colors; `None` when no formula fits. No
+/// list then holds two blocks of one color.
+///
+/// # Errors
+/// [`ErrorKind::OutOfMemory`] when the colors do not fit.
+fn by_formula(
+    lists: &[(u32, u32, u32)],
+    k_idx: &[u32],
+    nblocks: usize,
+    longest: usize,
+    probed: &[u8],
+) -> Result<Option<(Vec<u32>, usize)>> {
+    use crate::coloring::lattice::{lattice, Rows};
+    struct Listed<'a>(&'a [(u32, u32, u32)], &'a [u32], usize);
+    impl Rows for Listed<'_> {
+        fn rows(&self) -> usize {
+            self.0.len() - 1
+        }
+        fn cols(&self) -> usize {
+            self.2
+        }
+        fn row(&self, r: usize) -> &[u32] {
+            let start = |r: usize| (self.0[r].0 & !P_FLAG) as usize;
+            &self.1[start(r)..start(r + 1)]
+        }
+        fn mask(&self) -> u32 {
+            !P_FLAG
+        }
+    }
+    let Some(mut color) = lattice(&Listed(lists, k_idx, nblocks), longest)? else {
+        return Ok(None);
+    };
+    // The formula's colors (fewer than 64) as the probed blocks take them, in order.
+    let mut renamed = [NONE; 64];
+    let mut colors = 0;
+    for (c, &p) in color.iter_mut().zip(probed) {
+        if p == 0 {
+            *c = NONE;
+            continue;
+        }
+        let slot = &mut renamed[*c as usize];
+        if *slot == NONE {
+            *slot = colors;
+            colors += 1;
+        }
+        *c = *slot;
+    }
+    Ok(Some((color, colors as usize)))
+}
+
+/// Whether the rows' lists reach far: the mean span of the first 1024 lists of two blocks or
+/// more against 4096 blocks, as [`scattered`] judges the blocks' rows (which a formula's
+/// coloring does not transpose): the tells ask ahead for the rows' records when it is.
+fn lists_far(lists: &[(u32, u32, u32)], k_idx: &[u32]) -> bool {
+    let start = |r: usize| (lists[r].0 & !P_FLAG) as usize;
+    let (mut count, mut span) = (0u64, 0u64);
+    for r in (0..lists.len() - 1)
+        .filter(|&r| start(r + 1) > start(r) + 1)
+        .take(1024)
+    {
+        let (first, last) = (k_idx[start(r)], k_idx[start(r + 1) - 1]);
+        span += u64::from((last & !P_FLAG).saturating_sub(first & !P_FLAG));
+        count += 1;
+    }
+    span > 4096 * count
+}
+
 /// Whether the blocks' rows lie far apart: their lists then come from scattered memory. The
 /// mean distance between a block's first and last row (ordinals, increasing within a block)
 /// over the first 1024 blocks with several rows, against a span that stays in cache (4096
@@ -1103,6 +1221,70 @@ fn scattered(t_ptr: &[u32], t_idx: &[u32], s: u32) -> bool {
 mod tests {
     use super::*;
     use crate::rng::Rng;
+
+    /// The lists of a band of half-width 2 over 300 blocks (row r: blocks r - 2 to r + 2, the
+    /// middle one Q, the others P), only the blocks 1 and 3 modulo 5 probed (2 of the band's
+    /// 5 colors: `j mod 5`); and lists of
+    /// random blocks (each list sorted, as the listing makes them).
+    #[test]
+    fn a_formula_colors_a_grids_lists_with_no_two_blocks_of_a_list_alike() {
+        let nblocks: usize = 300;
+        let (mut lists, mut k_idx) = (Vec::new(), Vec::new());
+        for r in 0..nblocks {
+            let start = k_idx.len() as u32;
+            for b in r.saturating_sub(2)..(r + 3).min(nblocks) {
+                k_idx.push(b as u32 | if b == r { 0 } else { P_FLAG });
+            }
+            lists.push((start, start, 1));
+        }
+        lists.push((k_idx.len() as u32, k_idx.len() as u32, 0));
+        let probed: Vec<u8> = (0..nblocks)
+            .map(|b| u8::from(b % 5 == 1 || b % 5 == 3))
+            .collect();
+        let (color, colors) = by_formula(&lists, &k_idx, nblocks, 5, &probed)
+            .unwrap()
+            .expect("a band's formula");
+        // Two of the five colors; the probed blocks take them renumbered in order, the others
+        // none.
+        assert_eq!(colors, 2);
+        let mut next = 0;
+        for b in 0..nblocks {
+            match probed[b] {
+                0 => assert_eq!(color[b], NONE, "block {b}"),
+                _ => {
+                    assert!(color[b] <= next, "block {b}: {}", color[b]);
+                    next = next.max(color[b] + 1);
+                }
+            }
+        }
+        assert_eq!(next as usize, colors);
+        // No list holds two probed blocks of one color.
+        for w in lists.windows(2) {
+            let row = &k_idx[w[0].0 as usize..w[1].0 as usize];
+            let taken: Vec<u32> = (row.iter().map(|&b| color[(b & !P_FLAG) as usize]))
+                .filter(|&c| c != NONE)
+                .collect();
+            let mut distinct = taken.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(distinct.len(), taken.len(), "{row:?}: {taken:?}");
+        }
+        // Random lists: no formula.
+        let mut rng = Rng::new(3);
+        let (lists, mut k_idx, _, _) = random_lists(&mut rng, 400, 300, 3);
+        for w in lists.windows(2) {
+            let (a, b) = ((w[0].0 & !P_FLAG) as usize, (w[1].0 & !P_FLAG) as usize);
+            k_idx[a..b].sort_by_key(|&k| k & !P_FLAG);
+        }
+        let longest = (lists.windows(2))
+            .map(|w| ((w[1].0 & !P_FLAG) - (w[0].0 & !P_FLAG)) as usize)
+            .max()
+            .unwrap();
+        let all = vec![1u8; 300];
+        assert!(by_formula(&lists, &k_idx, 300, longest, &all)
+            .unwrap()
+            .is_none());
+    }
 
     /// The bound on the coloring's work: 64 per listed block (plus 10^7) always; past it, the
     /// one-probe-per-column probes' cost over the levels left, only while the candidates are
