@@ -63,8 +63,11 @@ impl Rows for Pattern {
 const SAMPLE_ROWS: usize = 256;
 /// Formulas tried on the sample rows, at most.
 const SAMPLE_TESTS: usize = 1 << 13;
-/// Formulas written out and checked on every row, at most.
-const FULL_TESTS: usize = 2;
+/// Formulas written out and checked on every row, at most: each costs O(n + nnz). On the
+/// payload planner's last-level lists of a 5-point stencil at 10^6 (candidates beside the
+/// stencil's columns), formulas that passed the sample rows failed the full check at least
+/// twice before one fit (2 evaluations fewer; with 2 the lists were colored greedily).
+const FULL_TESTS: usize = 4;
 /// Longest rows a formula is sought for: the colors of a row fit a 64-bit mask.
 const MAX_COLORS: usize = 64;
 /// Longest rows for which formulas in three digits (a 3-D grid) are sought: `k^2` coefficient
