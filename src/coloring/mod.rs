@@ -50,9 +50,9 @@
 //! "is this color new to this column" is O(1) (`seen.rs`). Measured (`nanprop-bench --coloring`,
 //! medians, in the README's tables): the default 0.1-0.3x the natural order's time where a grid's
 //! formula fits (bands, blocks, stencils, the FEM-like mesh; the 2-D stencil at 10^6 5.4 ms against
-//! 28.8), 1.0-2.8x on the other patterns (random 5 per row at n = 10^6 2.1x, 1.11 s against
-//! 0.63 s, in the eleventh session's run; 2.2-3.0x in the runs before), where every order plus
-//! recoloring takes up to 41x; saturation's walk is
+//! 28.8), 1.0-2.8x on the other patterns (random 5 per row at n = 10^6 2.1x and 2.5x in the
+//! eleventh session's two runs, 1.11 and 1.01 s against 0.63 s; 2.2-3.0x in the runs before),
+//! where every order plus recoloring takes up to 41x; saturation's walk is
 //! laid out for memory latency (`saturation.rs`), and on large patterns whose rows reach far apart
 //! the other orders' walks and the greedy passes ask for each level first (`graph.rs`).
 //!
