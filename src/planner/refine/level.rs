@@ -194,36 +194,11 @@ impl Refine {
             other => (other, None),
         };
 
-        // Transpose: for each block, the rows (ordinals) that hold it, with
-        // the block's P/Q flag for that row in the top bit.
-        // Counting sort without a second pointer array: t_ptr[b] counts, then holds the end of
-        // block b's list, and filling from the back moves it to the start.
-        let start_of = |lists: &[(u32, u32, u32)], r: usize| (lists[r].0 & !P_FLAG) as usize;
-        let transposed = match formula_alone.is_none() {
-            true => nblocks + 1,
-            false => 0,
+        // The rows of each block, for the greedy passes (none when the formula alone colors).
+        let (t_ptr, t_idx) = match formula_alone {
+            None => transpose(&lists, &k_idx, nblocks)?,
+            Some(_) => (Vec::new(), Vec::new()),
         };
-        let mut t_ptr = filled(0u32, transposed, "block pointers")?;
-        for &b in k_idx.iter().filter(|_| formula_alone.is_none()) {
-            t_ptr[(b & !P_FLAG) as usize] += 1;
-        }
-        for b in 1..transposed {
-            t_ptr[b] += t_ptr[b - 1];
-        }
-        let mut t_idx = match formula_alone.is_none() {
-            true => filled(0u32, k_idx.len(), "rows of blocks")?,
-            false => Vec::new(),
-        };
-        for r in (0..rows).rev().filter(|_| formula_alone.is_none()) {
-            for &b in k_idx[start_of(&lists, r)..start_of(&lists, r + 1)]
-                .iter()
-                .rev()
-            {
-                let slot = &mut t_ptr[(b & !P_FLAG) as usize];
-                *slot -= 1;
-                t_idx[*slot as usize] = r as u32 | (b & P_FLAG);
-            }
-        }
 
         // Greedy coloring of the probed blocks in natural order. A P block and a Q block of one
         // row in one probe cost the row that P block's information: a hard conflict. Two P
@@ -1130,6 +1105,38 @@ fn nonzero(flags: &[u8]) -> impl Iterator<Item = usize> + Clone + '_ {
     (flags.iter().enumerate())
         .filter(|(_, &f)| f != 0)
         .map(|(b, _)| b)
+}
+
+/// The rows' lists (`lists`' starts into `k_idx`, the last one the end) transposed: for each
+/// of the `nblocks` blocks, the rows (ordinals) that hold it, with the block's P/Q flag for
+/// that row in the top bit, as pointers (one more than blocks) and rows.
+///
+/// # Errors
+/// [`ErrorKind::OutOfMemory`] when the pointers or the rows do not fit.
+fn transpose(
+    lists: &[(u32, u32, u32)],
+    k_idx: &[u32],
+    nblocks: usize,
+) -> Result<(Vec<u32>, Vec<u32>)> {
+    // Counting sort without a second pointer array: t_ptr[b] counts, then holds the end of
+    // block b's list, and filling from the back moves it to the start.
+    let start_of = |r: usize| (lists[r].0 & !P_FLAG) as usize;
+    let mut t_ptr = filled(0u32, nblocks + 1, "block pointers")?;
+    for &b in k_idx {
+        t_ptr[(b & !P_FLAG) as usize] += 1;
+    }
+    for b in 1..=nblocks {
+        t_ptr[b] += t_ptr[b - 1];
+    }
+    let mut t_idx = filled(0u32, k_idx.len(), "rows of blocks")?;
+    for r in (0..lists.len() - 1).rev() {
+        for &b in k_idx[start_of(r)..start_of(r + 1)].iter().rev() {
+            let slot = &mut t_ptr[(b & !P_FLAG) as usize];
+            *slot -= 1;
+            t_idx[*slot as usize] = r as u32 | (b & P_FLAG);
+        }
+    }
+    Ok((t_ptr, t_idx))
 }
 
 /// The last level's probed blocks colored by a grid's formula (`coloring/lattice.rs`) over the
