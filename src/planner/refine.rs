@@ -204,7 +204,12 @@
 //! Refining does not pay on dense patterns (each probe proves at most one
 //! dependency per row). The planner finishes with one probe per still-unknown column when:
 //! * a row already has known dependencies in at least 3/4 of at least 8 probed blocks, or the
-//!   coloring compresses nothing while nearly all tested blocks changed (dense at this scale);
+//!   coloring compresses nothing while nearly all tested blocks changed (dense at this scale)
+//!   and refining on is estimated to cost about as much as one probe per unknown column, or
+//!   more than the coarse steps' allowance below leaves (`level.rs`, `refining_estimate`:
+//!   sparse rows with many dependencies look dense at a coarse scale; random 80 per row at
+//!   n = 2 x 10^4 went to one probe per column at 40 blocks, 21580 evaluations with the
+//!   check, and is refined now, 6780);
 //! * coarse steps would spend more than `U / 8 + min(16, n / 4)` probes in all, U being the
 //!   columns still unknown for some row, or the step would not fit under the cap;
 //! * the last level's coloring would need at least as many probes as there are unknown columns
@@ -379,6 +384,9 @@ pub struct Refine {
     /// Of the candidates tested in the last step, the fraction whose output changed (1.0 before
     /// any step): near 1 means the pattern is dense at that scale.
     last_hit_rate: f64,
+    /// More rows than `WIDE_ROWS_MOST` were wide at one level: from then on no row is left out
+    /// of a level's coloring for being wide (`level.rs`, `list_rows`).
+    wide_in: bool,
     /// Which probes of the current step were told.
     told: Vec<bool>,
     /// In one-hot mode: the column of each probe, and which columns were told.
@@ -457,6 +465,7 @@ impl Refine {
             cand_idx,
             pert_deps: Vec::new(),
             last_hit_rate: 1.0,
+            wide_in: false,
             spent: 0,
             cap,
             capped,

@@ -63,11 +63,6 @@ impl Refine {
         // from here on.
         let own_palette = self.wide.palette();
         self.wide.end_step();
-        // Byte flags: set once per candidate in the hottest loop, where they beat bit sets.
-        // (At the last level, `probed` holds a probed block's first color plus one for the
-        // iterated greedy pass: nonzero all the same.)
-        let mut probed = filled(0u8, nblocks, "block flags")?;
-        let mut is_cand = filled(false, nblocks, "block flags")?;
         self.parked.colors = Vec::new();
         // One pass over the rows: which candidates are probeable (hold no known dependency),
         // and each row's blocks K_i, flagged P (a probeable candidate) or Q (holds a known
@@ -88,41 +83,58 @@ impl Refine {
         // one every row listed apart would give. `listed` is the length of all the rows' lists.
         // The rows in two halves on two cores (`halves.rs`), cut where no run of parked rows
         // sharing a list goes on; the halves' lists joined as one pass would have made them.
-        let m = self.m;
-        let at_once = m + self.cand_idx.len() >= self.halves_from;
-        let mid = match at_once {
-            true => self.listing_cut(shift),
-            false => m,
+        // Listed again, once, when more rows than `WIDE_ROWS_MOST` came out wide: the pattern's
+        // rows are all about as wide (random 80 per row at n = 2 x 10^4), none would get
+        // probes of its own, and left out of the coloring none would be tested; they are kept
+        // in it from then on, and the work limit below weighs their coloring as any row's.
+        let (listing, mut probed, is_cand) = loop {
+            // Byte flags: set once per candidate in the hottest loop, where they beat bit
+            // sets. (At the last level, `probed` holds a probed block's first color plus one
+            // for the iterated greedy pass: nonzero all the same.)
+            let mut probed = filled(0u8, nblocks, "block flags")?;
+            let mut is_cand = filled(false, nblocks, "block flags")?;
+            let m = self.m;
+            let at_once = m + self.cand_idx.len() >= self.halves_from;
+            let mid = match at_once {
+                true => self.listing_cut(shift),
+                false => m,
+            };
+            let at_once = at_once && mid < m;
+            let (mut probed_there, mut is_cand_there) = match at_once {
+                true => (
+                    filled(0u8, nblocks, "block flags")?,
+                    filled(false, nblocks, "block flags")?,
+                ),
+                false => (Vec::new(), Vec::new()),
+            };
+            let mut words = std::mem::take(&mut self.cand_probe);
+            let (words_here, words_there) = words.split_at_mut(self.cand_ptr[mid]);
+            let spare = std::mem::take(&mut self.spare);
+            let this = &*self;
+            let flags_here = (&mut probed[..], &mut is_cand[..]);
+            let flags_there = (&mut probed_there[..], &mut is_cand_there[..]);
+            let (first, second) = both(
+                at_once,
+                || this.list_rows(0..mid, words_here, flags_here, spare, true),
+                || this.list_rows(mid..m, words_there, flags_there, Vec::new(), false),
+            );
+            self.cand_probe = words;
+            let mut listing = first?;
+            listing.join(second?)?;
+            for (here, there) in probed.iter_mut().zip(&probed_there) {
+                *here |= *there;
+            }
+            for (here, there) in is_cand.iter_mut().zip(&is_cand_there) {
+                *here |= *there;
+            }
+            drop((probed_there, is_cand_there));
+            if !leaf && !self.wide_in && self.wide_are_most(&listing.wide) {
+                self.wide_in = true;
+                self.spare = std::mem::take(&mut listing.k_idx);
+                continue;
+            }
+            break (listing, probed, is_cand);
         };
-        let at_once = at_once && mid < m;
-        let (mut probed_there, mut is_cand_there) = match at_once {
-            true => (
-                filled(0u8, nblocks, "block flags")?,
-                filled(false, nblocks, "block flags")?,
-            ),
-            false => (Vec::new(), Vec::new()),
-        };
-        let mut words = std::mem::take(&mut self.cand_probe);
-        let (words_here, words_there) = words.split_at_mut(self.cand_ptr[mid]);
-        let spare = std::mem::take(&mut self.spare);
-        let this = &*self;
-        let flags_here = (&mut probed[..], &mut is_cand[..]);
-        let flags_there = (&mut probed_there[..], &mut is_cand_there[..]);
-        let (first, second) = both(
-            at_once,
-            || this.list_rows(0..mid, words_here, flags_here, spare, true),
-            || this.list_rows(mid..m, words_there, flags_there, Vec::new(), false),
-        );
-        self.cand_probe = words;
-        let mut listing = first?;
-        listing.join(second?)?;
-        for (here, there) in probed.iter_mut().zip(&probed_there) {
-            *here |= *there;
-        }
-        for (here, there) in is_cand.iter_mut().zip(&is_cand_there) {
-            *here |= *there;
-        }
-        drop((probed_there, is_cand_there));
         let Listing {
             mut lists,
             mut k_idx,
@@ -369,17 +381,25 @@ impl Refine {
             self.parked.set_masks(|k| runs.p_mask(k, &color));
         }
 
-        // Dense at this scale: the coloring compresses nothing and the last step's tested
-        // candidates nearly all changed. Refining further would cost more than one probe per
-        // remaining column.
-        let probed_count = probed_blocks;
         // Dense at this scale: some row already has known dependencies in at least 3/4 of the
-        // blocks, or the coloring compresses nothing while nearly every tested block changed.
+        // blocks; or the coloring compresses nothing while nearly every tested block changed,
+        // and refining on would cost about as much as one probe per remaining column, or more
+        // than the coarse allowance leaves, which would cut it short ([`refining_estimate`]:
+        // random 80 per row at n = 2 x 10^4 looks dense at 40 blocks, where their blocks nearly
+        // all hold a dependency, and no longer at 80; refined on, it takes 6780 evaluations
+        // with the check where one probe per column and the check took 21580).
+        let probed_count = probed_blocks;
+        let dense_scale = probed_count >= MIN_BLOCKS_FOR_SCALE_TEST
+            && colors == probed_count
+            && self.last_hit_rate >= 0.9
+            && {
+                let (coarse, last) = refining_estimate(self.last_hit_rate, self.n, shift, colors);
+                let left = allowance.saturating_sub(self.spent) as f64;
+                coarse > left || coarse + last >= unknown_cols as f64
+            };
         let dense =
             (leaf && probed_count >= MIN_BLOCKS_FOR_DENSE_TEST && 4 * max_q >= 3 * probed_count)
-                || (probed_count >= MIN_BLOCKS_FOR_SCALE_TEST
-                    && colors == probed_count
-                    && self.last_hit_rate >= 0.9);
+                || dense_scale;
         let left = self.cap.saturating_sub(self.asked);
         // Past the allowance, one probe per column is the better bet only while it still fits
         // under the cap; once it does not, refining (which may still finish) goes on.
@@ -467,6 +487,18 @@ impl Refine {
             cols.into_iter().chain(own).map(|c| Probe::new(c, n)),
             "probes",
         )?))
+    }
+
+    /// Whether the wide rows a listing left out of the coloring (`wide`) are more than
+    /// [`WIDE_ROWS_MOST`], with known dependencies, and half the rows: then every row is about
+    /// as wide as the others, none gets probes of its own, and none would be tested while
+    /// left out (random 80 per row at n = 2 x 10^4: from 40 blocks on, 19998 rows out, and the
+    /// trace went to one probe per column). A few wide rows among sparse ones stay out.
+    fn wide_are_most(&self, wide: &[u32]) -> bool {
+        let known = (wide.iter())
+            .filter(|&&i| !self.deps(i as usize).is_empty())
+            .count();
+        known > WIDE_ROWS_MOST && 2 * known >= self.m
     }
 
     /// The row where the listing pass is cut in two: about half the rows and their entries
@@ -636,7 +668,7 @@ impl Refine {
                 continue;
             }
             let len = k_idx.len() - start;
-            let wide = len >= WIDE_ROW_BLOCKS && 2 * len >= nblocks;
+            let wide = !self.wide_in && len >= WIDE_ROW_BLOCKS && 2 * len >= nblocks;
             if !leaf && ((q >= DENSE_MIN && 4 * q >= 3 * len) || wide) {
                 // Known dependencies in 3/4 of its blocks: dense at this scale. Or blocks in
                 // half of all blocks: the square of its length would outweigh the coloring of
@@ -799,6 +831,38 @@ fn work_limit(
 fn coarse_cap(max_q: usize, growth: usize) -> usize {
     let base = (2 * max_q + 2).max(4);
     base.saturating_add(base.saturating_mul(growth) / 4)
+}
+
+/// What refining on from a level of blocks of `2^shift` columns would cost in probes, about,
+/// when its coloring takes `colors` and the last step's tested blocks changed at `hit_rate`:
+/// `(coarse levels, last level)`. A level "dense at this scale" (its blocks all conflict) may
+/// hold sparse rows seen at a coarse scale.
+///
+/// A row whose d dependencies fall at random among the last step's B blocks (of `2^(shift +
+/// 1)` columns, a binary split) leaves a block unchanged with probability about `exp(-d / B)`,
+/// so d is about `B ln(1 / (1 - hit_rate))`; the tested blocks are those holding no known
+/// dependency, which makes that 0.70 to 0.77 of d on random rows of 64 to 128 dependencies
+/// (46 and 49 for 64 among 4000 and 8000 columns; 56, 69, 96 for 80, 96, 128 among 2 x
+/// 10^4): it is taken 4/3 times. Each coarse level after this one colors under a palette of
+/// `2 q + 2` ([`coarse_cap`]), grown as hard conflicts are taken: `2.5 d + 2` (the levels
+/// took 2.0 to 2.6 d each on random rows of 48 to 128 dependencies among 4000 to 2 x 10^4
+/// columns), and the last level, where every conflict is hard, about
+/// `d^2 / 2` colors (2279, 3570, 4937, 7845 for 64, 80, 96, 128 dependencies among 2 x 10^4
+/// columns; `steps` example). Infinite when every tested block changed.
+///
+/// An estimate: near the allowance's edge it errs either way. With `2.2 d`, rows of 80 among
+/// 10^4 columns and of 96 among 1.2 x 10^4 were refined, ran out of allowance and ended one
+/// probe per column after it (12601 and 15363 evaluations against 11578 and 14146); with
+/// `2.5 d`, 128 among 2 x 10^4 goes to one probe per column at once (23550), where refined it
+/// would have spent 2396 of its 2477 (13831).
+fn refining_estimate(hit_rate: f64, n: usize, shift: u32, colors: usize) -> (f64, f64) {
+    if hit_rate >= 1.0 {
+        return (f64::INFINITY, f64::INFINITY);
+    }
+    let blocks = (n as f64 / 2f64.powi(shift as i32 + 1)).max(1.0);
+    let d = blocks * (1.0 / (1.0 - hit_rate)).ln() * 4.0 / 3.0;
+    let coarse = colors as f64 + f64::from(shift.saturating_sub(1)) * (2.5 * d + 2.0);
+    (coarse, d * d / 2.0)
 }
 
 /// The part of the blind rows whose lists may be longer than the one [`blind_palette`] sizes
