@@ -629,6 +629,24 @@ fn sparse_rows_that_look_dense_at_a_coarse_scale_are_refined() {
     }
 }
 
+/// The coarse steps' allowance (`U / 8 + min(16, n / 4)` probes) bounds what refining loses
+/// where it does not pay. Rows of 32 to 48 random dependencies among a few thousand columns
+/// passed it one or two levels before the last, with every row knowing its dependencies, and
+/// went to one probe per column (random 32 per row at n = 4000: 4760 evaluations with the
+/// check; 48 at 6000: 7287). Past it there, what finishing costs is weighed against one probe
+/// per column instead (1576 and 2907). Patterns that do not pay still end within the cap.
+#[test]
+fn refining_past_the_allowance_finishes_where_that_pays() {
+    for (n, per_row, most) in [(4_000, 32, 2_000), (6_000, 48, 3_500)] {
+        let truth = synthetic::random_sparse(n, n, per_row, 42);
+        let what = format!("random {per_row} per row, n = {n}");
+        assert_payload_exact_within(&truth, Winner::Random, 1, most, &what);
+    }
+    let truth = synthetic::random_sparse(4_000, 4_000, 48, 42);
+    let p = run(&truth, Strategy::Payload, Winner::Random, 1);
+    assert_within_cap(&truth, &p, "random 48 per row, n = 4000");
+}
+
 /// Rows of a few dozen random dependencies among a few hundred columns are recognised dense
 /// (their dependencies pass 1/64 of the probes the cap leaves) and their unknown columns kept
 /// as assumed; when the trace then finishes with one probe per column, those probes test the
