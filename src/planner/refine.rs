@@ -384,8 +384,9 @@ pub struct Refine {
     /// Of the candidates tested in the last step, the fraction whose output changed (1.0 before
     /// any step): near 1 means the pattern is dense at that scale.
     last_hit_rate: f64,
-    /// More rows than `WIDE_ROWS_MOST` were wide at one level: from then on no row is left out
-    /// of a level's coloring for being wide (`level.rs`, `list_rows`).
+    /// More than `WIDE_ROWS_MOST` rows with known dependencies, half the rows or more, were
+    /// wide at one level: from then on no row is left out of a level's coloring for being wide
+    /// (`level.rs`, `wide_are_most`).
     wide_in: bool,
     /// Which probes of the current step were told.
     told: Vec<bool>,

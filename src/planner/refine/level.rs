@@ -868,9 +868,9 @@ fn coarse_cap(max_q: usize, growth: usize) -> usize {
 /// A row whose d dependencies fall at random among the last step's B blocks (of `2^(shift +
 /// 1)` columns, a binary split) leaves a block unchanged with probability about `exp(-d / B)`,
 /// so d is about `B ln(1 / (1 - hit_rate))`; the tested blocks are those holding no known
-/// dependency, which makes that 0.70 to 0.77 of d on random rows of 64 to 128 dependencies
-/// (46 and 49 for 64 among 4000 and 8000 columns; 56, 69, 96 for 80, 96, 128 among 2 x
-/// 10^4): it is taken 4/3 times. Each coarse level after this one colors under a palette of
+/// dependency, which makes that 0.70 to 0.75 of d on random rows of 64 to 128 dependencies
+/// (46 for 64 among 4000 and among 8000 columns; 56, 70, 96 for 80, 96, 128 among 2 x 10^4):
+/// it is taken 4/3 times. Each coarse level after this one colors under a palette of
 /// `2 q + 2` ([`coarse_cap`]), grown as hard conflicts are taken: `2.5 d + 2` (the levels
 /// took 2.0 to 2.6 d each on random rows of 48 to 128 dependencies among 4000 to 2 x 10^4
 /// columns), and the last level, where every conflict is hard, about
