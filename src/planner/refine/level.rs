@@ -416,7 +416,7 @@ impl Refine {
         };
         let most = colors + own + wide.len().min(SAMPLE_PROBES);
         let past = onehot_fits && self.spent + most > allowance;
-        let finishing = blind_rows == 0 && self.finishing_pays(shift, most, unknown_cols);
+        let finishing = past && blind_rows == 0 && self.finishing_pays(shift, most, unknown_cols);
         let over_allowance = (past && !finishing) || most > left;
         // Probe numbers must fit a candidate's word below its flags.
         if most >= UNTESTED as usize
@@ -512,8 +512,8 @@ impl Refine {
             .map(|w| w[1] - w[0])
             .max()
             .unwrap_or(0) as f64;
-        let rest = most as f64 + f64::from(shift - 1) * (2.5 * d + 2.0) + d * d / 2.0;
-        2.0 * rest < unknown_cols as f64
+        let (coarse, last) = cost_from(d, shift, most);
+        2.0 * (coarse + last) < unknown_cols as f64
     }
 
     /// Whether the wide rows a listing left out of the coloring (`wide`) are more than
@@ -888,7 +888,15 @@ fn refining_estimate(hit_rate: f64, n: usize, shift: u32, colors: usize) -> (f64
     }
     let blocks = (n as f64 / 2f64.powi(shift as i32 + 1)).max(1.0);
     let d = blocks * (1.0 / (1.0 - hit_rate)).ln() * 4.0 / 3.0;
-    let coarse = colors as f64 + f64::from(shift.saturating_sub(1)) * (2.5 * d + 2.0);
+    cost_from(d, shift, colors)
+}
+
+/// What refining on costs, about, for rows of `d` dependencies from a level of blocks of
+/// `2^shift` columns whose probes number `this_level`: `(coarse levels, last level)`, the
+/// coarse levels after this one at `2.5 d + 2` each, the last at `d^2 / 2`
+/// ([`refining_estimate`] says where the constants come from).
+fn cost_from(d: f64, shift: u32, this_level: usize) -> (f64, f64) {
+    let coarse = this_level as f64 + f64::from(shift.saturating_sub(1)) * (2.5 * d + 2.0);
     (coarse, d * d / 2.0)
 }
 
