@@ -647,6 +647,29 @@ fn refining_past_the_allowance_finishes_where_that_pays() {
     assert_within_cap(&truth, &p, "random 48 per row, n = 4000");
 }
 
+/// A row's dependency lower bound (what recognises it dense) counts the probes in which it
+/// changed with no known dependency's block in the probe. It counted those holding one too,
+/// whose change that block explains: rows of 12 random dependencies among 1000 columns, and of
+/// 48 among 4000, reached the bound with every dependency known, were recognised dense, and
+/// the trace went to one probe per column (1136 and 4440 evaluations without the check; 254
+/// and 2113 now). Under the smallest NaN winning, 48 per row at 4000 still ends with one probe
+/// per column, sent there before any row is recognised dense.
+#[test]
+fn shadowed_changes_do_not_make_a_row_dense() {
+    let truth = synthetic::random_sparse(1_000, 1_000, 12, 42);
+    for winner in [Winner::Random, Winner::Smallest] {
+        assert_payload_exact_within(&truth, winner, 1, 500, "random 12 per row, n = 1000");
+    }
+    let truth = synthetic::random_sparse(4_000, 4_000, 48, 42);
+    assert_payload_exact_within(
+        &truth,
+        Winner::Random,
+        1,
+        3_000,
+        "random 48 per row, n = 4000",
+    );
+}
+
 /// Rows of a few dozen random dependencies among a few hundred columns are recognised dense
 /// (their dependencies pass 1/64 of the probes the cap leaves) and their unknown columns kept
 /// as assumed; when the trace then finishes with one probe per column, those probes test the

@@ -168,7 +168,7 @@
 //! has at least 8 known dependencies and either
 //! * at a level of at least 16 blocks, 3/4 of its blocks hold a known dependency or changed,
 //!   and its dependency lower bound (known ones, plus the probes in which it changed with no
-//!   known one) reaches 1/64 of the probes the cap leaves; or
+//!   known one among their blocks) reaches 1/64 of the probes the cap leaves; or
 //! * before one of the last two levels, its unknown columns (about one probe each there)
 //!   would take a quarter of what the cap leaves.
 //!

@@ -479,9 +479,10 @@ impl Refine {
         let own = self.own_probes(wide, nblocks, colors, own)?;
         self.asked += own.len();
         self.told = filled(false, colors + own.len(), "probes told")?;
-        if self.parked.count > 0 || shift == 1 {
+        if self.parked.count > 0 || shift >= 1 {
             // Which probe tests a parked row's P block, for the tells; before the last level,
-            // which probes held a row's Q blocks, for its quiet test (`split.rs`).
+            // which probes held a row's Q blocks, for its quiet test and its dependency lower
+            // bound (`split.rs`).
             self.parked.colors = color;
         }
         let n = self.n;
@@ -501,7 +502,8 @@ impl Refine {
     /// blocks of 2 (652 spent, 171 more asked, 766 allowed) and went to one probe per column:
     /// 7287 evaluations with the check, above n + 1; refined on, 2907. Not when a row was
     /// recognised dense: one probe per column resolves its assumed columns too ("Dense rows"
-    /// in `refine.rs`; 48 per row at n = 4000 had two, and refined on ended with 2016 assumed
+    /// in `refine.rs`; 48 per row at n = 4000 had two, when changes its known dependencies
+    /// explained still counted toward the bound, and refined on ended with 2016 assumed
     /// entries). Nor with blind rows (the caller): what they cost is not in their
     /// dependencies.
     fn finishing_pays(&self, shift: u32, most: usize, unknown_cols: usize) -> bool {
