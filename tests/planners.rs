@@ -647,6 +647,23 @@ fn refining_past_the_allowance_finishes_where_that_pays() {
     assert_within_cap(&truth, &p, "random 48 per row, n = 4000");
 }
 
+/// A coarse level that looks dense at its scale (the coloring compresses nothing, nearly every
+/// tested block changed) goes to one probe per column when refining on is estimated to cost
+/// as much, or more than the coarse allowance leaves. The allowance was weighed against every
+/// coarse level left, at `2.5 d + 2` probes each even where a level has fewer blocks, though
+/// past it at blocks of 4 and 2 refining goes on when finishing pays: under the smallest NaN
+/// winning (fewer dependencies known, a higher estimate) rows of 48 among 4000 columns and
+/// of 56 among 8000 went to one probe per column (4027 and 8027 evaluations without the
+/// check; refined, 2101 and 2895).
+#[test]
+fn the_allowance_bounds_the_levels_before_finishing() {
+    for (n, per_row, most) in [(4_000, 48, 3_000), (8_000, 56, 4_000)] {
+        let truth = synthetic::random_sparse(n, n, per_row, 42);
+        let what = format!("random {per_row} per row, n = {n}");
+        assert_payload_exact_within(&truth, Winner::Smallest, 1, most, &what);
+    }
+}
+
 /// A row's dependency lower bound (what recognises it dense) counts the probes in which it
 /// changed with no known dependency's block in the probe. It counted those holding one too,
 /// whose change that block explains: rows of 12 random dependencies among 1000 columns, and of

@@ -206,10 +206,10 @@
 //! * a row already has known dependencies in at least 3/4 of at least 8 probed blocks, or the
 //!   coloring compresses nothing while nearly all tested blocks changed (dense at this scale)
 //!   and refining on is estimated to cost about as much as one probe per unknown column, or
-//!   more than the coarse steps' allowance below leaves (`level.rs`, `refining_estimate`:
-//!   sparse rows with many dependencies look dense at a coarse scale; random 80 per row at
-//!   n = 2 x 10^4 went to one probe per column at 40 blocks, 21580 evaluations with the
-//!   check, and is refined now, 6780);
+//!   its levels down to blocks of 8 more than the coarse steps' allowance below leaves
+//!   (`level.rs`, `refining_estimate`: sparse rows with many dependencies look dense at a
+//!   coarse scale; random 80 per row at n = 2 x 10^4 went to one probe per column at 40
+//!   blocks, 21580 evaluations with the check, and is refined now, 6780);
 //! * coarse steps would spend more than `U / 8 + min(16, n / 4)` probes in all, U being the
 //!   columns still unknown for some row, or the step would not fit under the cap;
 //! * the last level's coloring would need at least as many probes as there are unknown columns

@@ -383,19 +383,24 @@ impl Refine {
 
         // Dense at this scale: some row already has known dependencies in at least 3/4 of the
         // blocks; or the coloring compresses nothing while nearly every tested block changed,
-        // and refining on would cost about as much as one probe per remaining column, or more
-        // than the coarse allowance leaves, which would cut it short ([`refining_estimate`]:
-        // random 80 per row at n = 2 x 10^4 looks dense at 40 blocks, where their blocks nearly
-        // all hold a dependency, and no longer at 80; refined on, it takes 6780 evaluations
-        // with the check where one probe per column and the check took 21580).
+        // and refining on would cost about as much as one probe per remaining column, or its
+        // levels down to blocks of 8 more than the coarse allowance leaves, which would cut it
+        // short ([`refining_estimate`]: random 80 per row at n = 2 x 10^4 looks dense at 40
+        // blocks, where their blocks nearly all hold a dependency, and no longer at 80; refined
+        // on, it takes 6780 evaluations with the check where one probe per column and the
+        // check took 21580). Past the allowance at blocks of 4 and 2, `finishing_pays` decides:
+        // weighing the levels past blocks of 8 against the allowance too sent rows of 56
+        // among 8000 columns under the smallest NaN winning, and of 64 among 8000 and 80
+        // among 10^4, to one probe per column (8851, 9064, 11578 evaluations; 3719, 4560,
+        // 6523 refined).
         let probed_count = probed_blocks;
         let dense_scale = probed_count >= MIN_BLOCKS_FOR_SCALE_TEST
             && colors == probed_count
             && self.last_hit_rate >= 0.9
             && {
-                let (coarse, last) = refining_estimate(self.last_hit_rate, self.n, shift, colors);
+                let cost = refining_estimate(self.last_hit_rate, self.n, shift, colors);
                 let left = allowance.saturating_sub(self.spent) as f64;
-                coarse > left || coarse + last >= unknown_cols as f64
+                cost.before_finishing > left || cost.coarse + cost.last >= unknown_cols as f64
             };
         let dense =
             (leaf && probed_count >= MIN_BLOCKS_FOR_DENSE_TEST && 4 * max_q >= 3 * probed_count)
@@ -514,8 +519,8 @@ impl Refine {
             .map(|w| w[1] - w[0])
             .max()
             .unwrap_or(0) as f64;
-        let (coarse, last) = cost_from(d, shift, most);
-        2.0 * (coarse + last) < unknown_cols as f64
+        let cost = cost_from(d, self.n, shift, most);
+        2.0 * (cost.coarse + cost.last) < unknown_cols as f64
     }
 
     /// Whether the wide rows a listing left out of the coloring (`wide`) are more than
@@ -863,43 +868,65 @@ fn coarse_cap(max_q: usize, growth: usize) -> usize {
 }
 
 /// What refining on from a level of blocks of `2^shift` columns would cost in probes, about,
-/// when its coloring takes `colors` and the last step's tested blocks changed at `hit_rate`:
-/// `(coarse levels, last level)`. A level "dense at this scale" (its blocks all conflict) may
-/// hold sparse rows seen at a coarse scale.
+/// when its coloring takes `colors` and the last step's tested blocks changed at `hit_rate`
+/// ([`cost_from`]). A level "dense at this scale" (its blocks all conflict) may hold sparse
+/// rows seen at a coarse scale.
 ///
 /// A row whose d dependencies fall at random among the last step's B blocks (of `2^(shift +
 /// 1)` columns, a binary split) leaves a block unchanged with probability about `exp(-d / B)`,
 /// so d is about `B ln(1 / (1 - hit_rate))`; the tested blocks are those holding no known
 /// dependency, which makes that 0.70 to 0.75 of d on random rows of 64 to 128 dependencies
 /// (46 for 64 among 4000 and among 8000 columns; 56, 70, 96 for 80, 96, 128 among 2 x 10^4):
-/// it is taken 4/3 times. Each coarse level after this one colors under a palette of
-/// `2 q + 2` ([`coarse_cap`]), grown as hard conflicts are taken: `2.5 d + 2` (the levels
-/// took 2.0 to 2.6 d each on random rows of 48 to 128 dependencies among 4000 to 2 x 10^4
-/// columns), and the last level, where every conflict is hard, about
-/// `d^2 / 2` colors (2279, 3570, 4937, 7845 for 64, 80, 96, 128 dependencies among 2 x 10^4
-/// columns; `steps` example). Infinite when every tested block changed.
-///
-/// An estimate: near the allowance's edge it errs either way. With `2.2 d`, rows of 80 among
-/// 10^4 columns and of 96 among 1.2 x 10^4 were refined, ran out of allowance and ended one
-/// probe per column after it (12601 and 15363 evaluations against 11578 and 14146); with
-/// `2.5 d`, 128 among 2 x 10^4 goes to one probe per column at once (23550), where refined it
-/// would have spent 2396 of its 2477 (13831).
-fn refining_estimate(hit_rate: f64, n: usize, shift: u32, colors: usize) -> (f64, f64) {
+/// it is taken 4/3 times. Under the smallest NaN winning fewer dependencies are known by then
+/// and the estimate runs higher (52 for 48 among 4000 columns). Infinite when every tested
+/// block changed.
+fn refining_estimate(hit_rate: f64, n: usize, shift: u32, colors: usize) -> Estimate {
     if hit_rate >= 1.0 {
-        return (f64::INFINITY, f64::INFINITY);
+        let all = f64::INFINITY;
+        return Estimate {
+            coarse: all,
+            last: all,
+            before_finishing: all,
+        };
     }
     let blocks = (n as f64 / 2f64.powi(shift as i32 + 1)).max(1.0);
     let d = blocks * (1.0 / (1.0 - hit_rate)).ln() * 4.0 / 3.0;
-    cost_from(d, shift, colors)
+    cost_from(d, n, shift, colors)
 }
 
-/// What refining on costs, about, for rows of `d` dependencies from a level of blocks of
-/// `2^shift` columns whose probes number `this_level`: `(coarse levels, last level)`, the
-/// coarse levels after this one at `2.5 d + 2` each, the last at `d^2 / 2`
-/// ([`refining_estimate`] says where the constants come from).
-fn cost_from(d: f64, shift: u32, this_level: usize) -> (f64, f64) {
-    let coarse = this_level as f64 + f64::from(shift.saturating_sub(1)) * (2.5 * d + 2.0);
-    (coarse, d * d / 2.0)
+/// What refining on costs, in probes, about ([`cost_from`]).
+struct Estimate {
+    /// This level and the coarse levels after it.
+    coarse: f64,
+    /// The last level.
+    last: f64,
+    /// This level and the coarse levels after it down to blocks of 8: those the coarse
+    /// allowance bounds (past it at blocks of 4 and 2, [`Refine::finishing_pays`] decides).
+    before_finishing: f64,
+}
+
+/// What refining on costs, about, for rows of `d` dependencies among `n` columns from a level
+/// of blocks of `2^shift` columns whose probes number `this_level`. Each coarse level after
+/// this one colors under a palette of `2 q + 2` ([`coarse_cap`]), grown as hard conflicts are
+/// taken: `2.5 d + 2` (the levels took 2.0 to 2.6 d each on random rows of 48 to 128
+/// dependencies among 4000 to 2 x 10^4 columns), and no more than its blocks (48 among 4000
+/// columns: 62 and 84 probes at blocks of 64 and 32, where `2.5 d + 2` is 122); the last level,
+/// where every conflict is hard, about `d^2 / 2` colors (2279, 3570, 4937, 7845 for 64, 80, 96,
+/// 128 dependencies among 2 x 10^4 columns; `steps` example).
+///
+/// An estimate: near the allowance's edge it errs either way. With `2.2 d`, rows of 80 among
+/// 10^4 columns and of 96 among 1.2 x 10^4 were refined, ran out of allowance and ended one
+/// probe per column after it (12601 and 15363 evaluations against 11578 and 14146), before
+/// refining could finish past the allowance; with the allowance weighed against the levels
+/// down to blocks of 8 only, they refine and finish (6523 and 8798).
+fn cost_from(d: f64, n: usize, shift: u32, this_level: usize) -> Estimate {
+    let level = |s: u32| (2.5 * d + 2.0).min((n as f64 / 2f64.powi(s as i32)).ceil());
+    let this_level = this_level as f64;
+    Estimate {
+        coarse: this_level + (1..shift).map(level).sum::<f64>(),
+        last: d * d / 2.0,
+        before_finishing: this_level + (3..shift).map(level).sum::<f64>(),
+    }
 }
 
 /// The part of the blind rows whose lists may be longer than the one [`blind_palette`] sizes
