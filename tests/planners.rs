@@ -289,6 +289,27 @@ fn a_wide_row_among_sparse_ones_is_traced_exactly() {
     wide_rows_checked_exactly(10, 1500, "ten wide rows, checked");
 }
 
+/// A wide row's sample (`planner/refine/wide.rs`) is tested alone among its candidates, and a
+/// row whose samples changed in two levels in a row is taken for dense. A sample held a whole
+/// block, and a row of about 100 spread dependencies holds one in a coarse block often: under
+/// the smallest NaN winning, where such rows know fewer of their dependencies by then, one of
+/// ten was taken for dense that way, its zeros kept as assumed entries (19892, in the `steps`
+/// example, with 915 evaluations). A sample holds one column of its block now.
+#[test]
+fn a_sparse_wide_row_is_not_sampled_dense() {
+    let truth = with_wide_rows(20_000, 10, 100);
+    for winner in [Winner::Smallest, Winner::Largest, Winner::Random] {
+        let got = checked(&mut Synthetic::new(&truth, winner, 1), 20_000);
+        let what = format!("ten wide rows, {winner:?} winning");
+        assert_exact(&truth, &got, &what);
+        assert!(
+            got.report.evaluations < 1500,
+            "{what}: {}",
+            got.report.evaluations
+        );
+    }
+}
+
 /// `truth` traced with the check, its NaNs coming back with their payloads (the winner random)
 /// but row `blind`'s, which lose theirs (a default NaN made inside).
 fn checked_with_blind_row(truth: &Pattern, blind: usize) -> Pattern {

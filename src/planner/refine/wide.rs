@@ -55,12 +55,17 @@
 //! would double until the row is recognised dense by its proven dependencies (`split.rs`),
 //! about 2 n / 64 probes (445 evaluations instead of 191 at 2 x 10^4 with a dense row among
 //! the random ones); a blind dense row is never recognised by dependencies, and took one probe
-//! per column. So each wide row also has one of its P blocks, the one of least hash, in a
-//! *sample* probe (after the group probes), alone among the row's candidates. A row whose
-//! dependencies lie apart holds about as many blocks as twice its dependencies when it turns
-//! wide, so a block holds one with odds of a half at most, and the odds halve with the blocks'
-//! width every level; a dense row's sample always changes. Two rows' samples share a probe
-//! only if neither block is a candidate of the other row. A row whose sample changed in
+//! per column. So each wide row also has one column of one of its P blocks, the one of least
+//! hash, in a *sample* probe (after the group probes), alone among the row's candidates; the
+//! block itself goes to a group probe as the others. A dense row's sample always changes; a
+//! row whose dependencies lie apart changes about as often as its density (d / n). The
+//! sample was the whole block: such a row holds about as many blocks as twice its
+//! dependencies when it turns wide, so a block holds one with odds of a half at most, halving
+//! with the blocks' width every level, and two in a row happened (ten rows of 100 among 2 x
+//! 10^4 columns under the smallest NaN winning, which leaves more of them unknown by then:
+//! one taken for dense, 19892 assumed entries, 915 evaluations with the check; 1035 now,
+//! exact). Two rows' samples share a probe only if neither block is a candidate of the other
+//! row. A row whose sample changed in
 //! `DENSE_STREAK` (2) levels in a row is taken for dense: under a cap it is recognised dense
 //! at the end of the step (`split.rs`), its unknown columns kept as assumed entries, and it
 //! gets no more own probes. The dense row among random ones costs 8 evaluations more than it
@@ -82,7 +87,7 @@
 use super::{Refine, NONE, UNTESTED};
 use crate::error::{filled, push, reserve, Result};
 
-/// A wide row whose sampled block changed in this many levels in a row is taken for dense:
+/// A wide row whose sample changed in this many levels in a row is taken for dense:
 /// it gets no more own probes.
 const DENSE_STREAK: u32 = 2;
 /// The same for a blind row (`wide.rs` module docs).
@@ -194,12 +199,19 @@ impl Refine {
             .is_ok()
     }
 
+    /// The column of block `b` at level `shift` that a sample of it holds, picked by the
+    /// block's hash (module docs).
+    fn sample_column(&self, b: u32, shift: u32) -> u32 {
+        let (s, e) = self.block_range(b, shift);
+        s + ((hash(b, shift) >> 8) % u64::from(e - s)) as u32
+    }
+
     /// Gives the wide `rows` (sorted) probes of their own after the coloring (module docs):
     /// each of their P blocks that no colored probe tests (its word `UNTESTED`; a blind row's
     /// every one), and that is no Q block of a wide row, goes to one of at most `palette` group
-    /// probes, or, one per row,
-    /// to a sample probe (after the groups); the probes are numbered from `first`, and the
-    /// blocks' words say which. Rows taken for dense get none. Returns the own probes' columns
+    /// probes, and one column of one of them per row to a sample probe (after the groups); the
+    /// probes are numbered from `first`, and the blocks' words say which group probe tests
+    /// them. Rows taken for dense get none. Returns the own probes' columns
     /// (none empty), to follow the colored ones.
     pub(super) fn own_probes(
         &mut self,
@@ -228,7 +240,8 @@ impl Refine {
         };
         // Samples: a row's untested P block of least hash (of two at least), alone among the
         // row's candidates in its sample probe: no other row's sample there is one of them, and
-        // its block is none of theirs. Group `palette + j` is sample probe j.
+        // its block is none of theirs. Group `palette + j` is sample probe j. The probe holds
+        // one column of the block (`sample_column`), and the block goes to a group probe.
         let mut probes: Vec<Vec<(u32, u32)>> = filled(Vec::new(), SAMPLE_PROBES, "probes")?;
         for &i in &rows {
             let range = self.cand_ptr[i as usize]..self.cand_ptr[i as usize + 1];
@@ -246,7 +259,6 @@ impl Refine {
             if let Some(j) = probes.iter().position(apart) {
                 reserve(&mut probes[j], 1, "samples")?;
                 probes[j].push((i, b));
-                group[b as usize] = (palette + j) as u32;
             }
         }
         // The other untested P blocks: their group (made dense below).
@@ -280,6 +292,12 @@ impl Refine {
                 reserve(class, (e - s) as usize, "probe columns")?;
                 class.extend(s..e);
             }
+        }
+        for (j, p) in probes.iter().enumerate().filter(|(_, p)| !p.is_empty()) {
+            let class = &mut cols[(number[palette + j] - first as u32) as usize];
+            reserve(class, p.len(), "probe columns")?;
+            class.extend(p.iter().map(|&(_, b)| self.sample_column(b, shift)));
+            class.sort_unstable();
         }
         for &i in &rows {
             let blind = self.deps(i as usize).is_empty();
