@@ -713,6 +713,12 @@ impl Planner for Refine {
             Mode::OneHot => {
                 self.absorb()?;
                 self.merge_deps()?;
+                // The probes per column held the candidates' columns, not those of rows
+                // recognised dense for their cost alone: those are peeled still (`peel.rs`).
+                if self.start_peel()? {
+                    self.spare = Vec::new();
+                    return self.peel_step();
+                }
                 self.mode = Mode::Done;
                 return Ok(Vec::new());
             }
