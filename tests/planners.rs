@@ -286,7 +286,7 @@ fn a_wide_row_among_sparse_ones_is_traced_exactly() {
     // each (two rows of about n columns); the others are checked in a coloring of their own.
     // Before, own probes were made for two wide rows at most, and the others assumed (239
     // evaluations; own probes for all ten cost 6854 while the check traced eight rows again).
-    wide_rows_checked_exactly(10, 1500, "ten wide rows, checked");
+    wide_rows_checked_exactly(10, Winner::Random, 1500, "ten wide rows, checked");
 }
 
 /// A wide row's sample (`planner/refine/wide.rs`) is tested alone among its candidates, and a
@@ -297,16 +297,9 @@ fn a_wide_row_among_sparse_ones_is_traced_exactly() {
 /// example, with 915 evaluations). A sample holds one column of its block now.
 #[test]
 fn a_sparse_wide_row_is_not_sampled_dense() {
-    let truth = with_wide_rows(20_000, 10, 100);
     for winner in [Winner::Smallest, Winner::Largest, Winner::Random] {
-        let got = checked(&mut Synthetic::new(&truth, winner, 1), 20_000);
         let what = format!("ten wide rows, {winner:?} winning");
-        assert_exact(&truth, &got, &what);
-        assert!(
-            got.report.evaluations < 1500,
-            "{what}: {}",
-            got.report.evaluations
-        );
+        wide_rows_checked_exactly(10, winner, 1500, &what);
     }
 }
 
@@ -317,15 +310,8 @@ fn a_sparse_wide_row_is_not_sampled_dense() {
 /// assumed entries (the `steps` example); 959 now, exact.
 #[test]
 fn rows_dense_for_their_cost_are_peeled_after_one_probe_per_column() {
-    let truth = with_wide_rows(20_000, 30, 100);
-    let got = checked(&mut Synthetic::new(&truth, Winner::Smallest, 1), 20_000);
     let what = "thirty wide rows, the smallest winning";
-    assert_exact(&truth, &got, what);
-    assert!(
-        got.report.evaluations < 2_000,
-        "{what}: {}",
-        got.report.evaluations
-    );
+    wide_rows_checked_exactly(30, Winner::Smallest, 2_000, what);
 }
 
 /// `truth` traced with the check, its NaNs coming back with their payloads (the winner random)
@@ -343,10 +329,10 @@ fn checked_with_blind_row(truth: &Pattern, blind: usize) -> Pattern {
 }
 
 /// `rows` rows of about 100 spread dependencies among random 5 per row at n = 2 x 10^4,
-/// traced with the check: exact, in fewer than `most` evaluations.
-fn wide_rows_checked_exactly(rows: usize, most: usize, what: &str) {
+/// traced with the check under `winner`: exact, in fewer than `most` evaluations.
+fn wide_rows_checked_exactly(rows: usize, winner: Winner, most: usize, what: &str) {
     let truth = with_wide_rows(20_000, rows, 100);
-    let got = checked(&mut Synthetic::new(&truth, Winner::Random, 1), 20_000);
+    let got = checked(&mut Synthetic::new(&truth, winner, 1), 20_000);
     assert_exact(&truth, &got, what);
     assert!(
         got.report.evaluations < most,
@@ -504,7 +490,7 @@ fn rows_recognised_dense_for_their_cost_alone_are_peeled() {
     );
     assert_eq!(got.row(0).len(), truth.row(0).len() + 1);
     assert!(got.report.evaluations < 80, "{}", got.report.evaluations);
-    wide_rows_checked_exactly(30, 1500, "thirty rows of 100, checked");
+    wide_rows_checked_exactly(30, Winner::Random, 1500, "thirty rows of 100, checked");
 }
 
 /// More rows recognised dense for their cost alone than are peeled at once (64) were all kept
@@ -518,7 +504,7 @@ fn rows_recognised_dense_for_their_cost_alone_are_peeled() {
 /// them is peeled too.
 #[test]
 fn rows_recognised_dense_for_their_cost_alone_wait_their_turn_to_be_peeled() {
-    wide_rows_checked_exactly(100, 1600, "a hundred rows of 100, checked");
+    wide_rows_checked_exactly(100, Winner::Random, 1600, "a hundred rows of 100, checked");
     // The last of them blind (its NaNs lose their payloads): blind rows go first.
     let n = 20_000;
     let truth = with_wide_rows(n, 100, 100);
