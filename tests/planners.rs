@@ -69,6 +69,14 @@ fn assert_payload_exact_within(
     );
 }
 
+/// Random `per_row` per row among n columns (n rows), traced under `winner`: exact, in fewer
+/// than `most` evaluations.
+fn assert_random_exact_within(n: usize, per_row: usize, winner: Winner, most: usize) {
+    let truth = synthetic::random_sparse(n, n, per_row, 42);
+    let what = format!("random {per_row} per row, n = {n}, {winner:?} winning");
+    assert_payload_exact_within(&truth, winner, 1, most, &what);
+}
+
 /// Under the default cap: at most the baseline plus `n + n / 8 + min(16, n / 4)` probes, no
 /// dependency missing, and every entry that is not a dependency of kind Assumed (kept because
 /// resolving it did not fit, or its row was recognised dense).
@@ -662,11 +670,8 @@ fn sparse_rows_that_look_dense_at_a_coarse_scale_are_refined() {
 /// per column instead (1576 and 2907). Patterns that do not pay still end within the cap.
 #[test]
 fn refining_past_the_allowance_finishes_where_that_pays() {
-    for (n, per_row, most) in [(4_000, 32, 2_000), (6_000, 48, 3_500)] {
-        let truth = synthetic::random_sparse(n, n, per_row, 42);
-        let what = format!("random {per_row} per row, n = {n}");
-        assert_payload_exact_within(&truth, Winner::Random, 1, most, &what);
-    }
+    assert_random_exact_within(4_000, 32, Winner::Random, 2_000);
+    assert_random_exact_within(6_000, 48, Winner::Random, 3_500);
     let truth = synthetic::random_sparse(4_000, 4_000, 48, 42);
     let p = run(&truth, Strategy::Payload, Winner::Random, 1);
     assert_within_cap(&truth, &p, "random 48 per row, n = 4000");
@@ -682,11 +687,8 @@ fn refining_past_the_allowance_finishes_where_that_pays() {
 /// check; refined, 2101 and 2895).
 #[test]
 fn the_allowance_bounds_the_levels_before_finishing() {
-    for (n, per_row, most) in [(4_000, 48, 3_000), (8_000, 56, 4_000)] {
-        let truth = synthetic::random_sparse(n, n, per_row, 42);
-        let what = format!("random {per_row} per row, n = {n}");
-        assert_payload_exact_within(&truth, Winner::Smallest, 1, most, &what);
-    }
+    assert_random_exact_within(4_000, 48, Winner::Smallest, 3_000);
+    assert_random_exact_within(8_000, 56, Winner::Smallest, 4_000);
 }
 
 /// A row's dependency lower bound (what recognises it dense) counts the probes in which it
@@ -694,22 +696,15 @@ fn the_allowance_bounds_the_levels_before_finishing() {
 /// whose change that block explains: rows of 12 random dependencies among 1000 columns, and of
 /// 48 among 4000, reached the bound with every dependency known, were recognised dense, and
 /// the trace went to one probe per column (1136 and 4440 evaluations without the check; 254
-/// and 2113 now). Under the smallest NaN winning, 48 per row at 4000 still ends with one probe
-/// per column, sent there before any row is recognised dense.
+/// and 2113 now). (Under the smallest NaN winning, 48 per row at 4000 went to one probe per
+/// column before any row was recognised dense: see
+/// `the_allowance_bounds_the_levels_before_finishing`.)
 #[test]
 fn shadowed_changes_do_not_make_a_row_dense() {
-    let truth = synthetic::random_sparse(1_000, 1_000, 12, 42);
     for winner in [Winner::Random, Winner::Smallest] {
-        assert_payload_exact_within(&truth, winner, 1, 500, "random 12 per row, n = 1000");
+        assert_random_exact_within(1_000, 12, winner, 500);
     }
-    let truth = synthetic::random_sparse(4_000, 4_000, 48, 42);
-    assert_payload_exact_within(
-        &truth,
-        Winner::Random,
-        1,
-        3_000,
-        "random 48 per row, n = 4000",
-    );
+    assert_random_exact_within(4_000, 48, Winner::Random, 3_000);
 }
 
 /// Rows of a few dozen random dependencies among a few hundred columns are recognised dense

@@ -518,6 +518,21 @@ fn block_range(b: u32, shift: u32, n: usize) -> (u32, u32) {
     (start as u32, end as u32)
 }
 
+/// Into `out` (cleared), sorted: the probes of a step colored `color` at level `shift` that
+/// hold a block of one of `deps`, a row's known dependencies; a change of the row there is
+/// explained by that block's NaN (shadowing).
+fn probes_holding(deps: &[u32], color: &[u32], shift: u32, out: &mut Vec<u32>) -> Result<()> {
+    out.clear();
+    reserve(out, deps.len(), "colors of a row")?;
+    out.extend(
+        (deps.iter())
+            .filter_map(|&d| color.get((d >> shift) as usize))
+            .filter(|&&c| c != NONE),
+    );
+    out.sort_unstable();
+    Ok(())
+}
+
 /// A tag named `(row, j)`, a dependency the row did not know (`deps`, sorted, would hold it
 /// at `at`): recorded in `new_deps` (`room` cleared when that fails). Returns whether it lies
 /// outside the blocks at level `shift` of the row's known dependencies. Out of the tell's

@@ -34,8 +34,8 @@ use super::conflicts::{
 use super::sample;
 use super::wide::{SAMPLE_PROBES, WIDE_ROWS_MOST};
 use super::{
-    block_range, Mode, Refine, DENSE_MIN, MIN_BLOCKS_FOR_DENSE_TEST, MIN_BLOCKS_FOR_SCALE_TEST,
-    NONE, P_FLAG, SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
+    block_range, probes_holding, Mode, Refine, DENSE_MIN, MIN_BLOCKS_FOR_DENSE_TEST,
+    MIN_BLOCKS_FOR_SCALE_TEST, NONE, P_FLAG, SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
 };
 use crate::error::{
     collect, copied, filled, push, reserve, reserve_exact, zero_bits, Error, ErrorKind, Result,
@@ -466,14 +466,7 @@ impl Refine {
         let mut q_colors = Vec::new();
         for &i in &suspected {
             let i = i as usize;
-            q_colors.clear();
-            reserve(&mut q_colors, self.deps(i).len(), "colors of a row")?;
-            q_colors.extend(
-                (self.deps(i).iter())
-                    .map(|&d| color[(d >> shift) as usize])
-                    .filter(|&c| c != NONE),
-            );
-            q_colors.sort_unstable();
+            probes_holding(self.deps(i), &color, shift, &mut q_colors)?;
             for e in self.cand_ptr[i]..self.cand_ptr[i + 1] {
                 let c = self.cand_probe[e];
                 if c != UNTESTED && q_colors.binary_search(&c).is_ok() {

@@ -20,8 +20,8 @@
 //! after the join. A merge of many new dependencies runs in two halves too ([`merged_rows`]).
 
 use super::{
-    Mode, Refine, BLIND_PEEL_FEW, BLIND_PEEL_FROM, BRANCH_BITS, DENSE_DIVISOR, DENSE_MIN,
-    DENSE_MIN_BLOCKS, HIT, NONE, PERT, PROBE, RESTLESS_PART, UNTESTED, WIDE_BRANCH_BITS,
+    probes_holding, Mode, Refine, BLIND_PEEL_FEW, BLIND_PEEL_FROM, BRANCH_BITS, DENSE_DIVISOR,
+    DENSE_MIN, DENSE_MIN_BLOCKS, HIT, NONE, PERT, PROBE, RESTLESS_PART, UNTESTED, WIDE_BRANCH_BITS,
 };
 use crate::error::{push, reserve, reserve_exact, zero_bits, Result};
 use crate::halves::{both, halfway};
@@ -66,16 +66,7 @@ impl Refine {
         // known, counting such probes).
         let (mut hit, mut unknown) = (0, 0);
         changed_in.clear();
-        q_colors.clear();
-        if !self.parked.colors.is_empty() {
-            reserve(q_colors, deps.len(), "colors of a row")?;
-            q_colors.extend(
-                (deps.iter())
-                    .filter_map(|&j| self.parked.colors.get((j >> self.shift) as usize))
-                    .filter(|&&c| c != NONE),
-            );
-            q_colors.sort_unstable();
-        }
+        probes_holding(deps, &self.parked.colors, self.shift, q_colors)?;
         let mut d = 0;
         for (&b, &v) in blocks.iter().zip(words) {
             let c = v & PROBE;
