@@ -4,6 +4,8 @@
 //! `cargo run --release --features testing --bin nanprop-bench` runs the full set;
 //! `-- --quick` the small sizes; `-- --only TEXT` the cases whose family name and n contain TEXT
 //! (e.g. `"tridiagonal 1000000"`: the tracing tables and the scale table, no other);
+//! `-- --steps` one case of the scale table step by step (`--only` names it; tridiagonal 10^6
+//! by default): each step's planning and evaluating time against f's;
 //! `-- --parallel` only the parallel drivers' wall times; `-- --single` only the
 //! single-precision table; `-- --peers [MAX_N]` nanprop's Python package against asdex and
 //! SciPy (bench/python_peers.py --scale, with `$NANPROP_PYTHON`, `.venv/bin/python` or
@@ -551,6 +553,8 @@ usage: nanprop-bench [OPTION]
   --only TEXT      the cases whose family name and n contain TEXT, e.g. \"tridiagonal 1000000\"
                    (the tracing tables and the scale table, no other)
   --scale          the scale table only (library time against f's own), with --only
+  --steps          a scale case step by step (where the library's time goes), with --only
+                   (default \"tridiagonal 1000000\")
   --parallel       the parallel drivers' wall times only
   --single         the single-precision table only
   --peers [MAX_N]  nanprop from Python against asdex and SciPy (bench/python_peers.py --scale)
@@ -574,8 +578,8 @@ fn check_args(args: &[String]) -> Result<(), String> {
                     rest.next();
                 }
             }
-            "--quick" | "--scale" | "--parallel" | "--single" | "--hessian" | "--smoothing"
-            | "--coloring" => {}
+            "--quick" | "--scale" | "--steps" | "--parallel" | "--single" | "--hessian"
+            | "--smoothing" | "--coloring" => {}
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -632,6 +636,10 @@ fn main() {
         scale_table(only.as_deref());
         return;
     }
+    if args.iter().any(|a| a == "--steps") {
+        steps_table(only.as_deref());
+        return;
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let mut cases = cases(quick);
     if let Some(only) = &only {
@@ -685,6 +693,7 @@ fn main() {
     );
     single_table();
     scale_table(None);
+    steps_table(None);
     coloring_table();
     coloring_time_table();
     symmetric::table();
@@ -755,102 +764,284 @@ fn single_table() {
     println!("\nThe float black box gets x0 rounded to float; every tag comes back through a float NaN's 22 payload bits.");
 }
 
-/// Library time against the black box's own, for plain black boxes written as a C code would
-/// write them (a 1-D stencil, a gather, the 2-D Bratu residual on a g x g grid), default
-/// options, n = 10^4 to 10^6 (g x g nearest for the grid): the ratio and its growth per decade
-/// (issue 13's targets: at most 4x f on tridiagonal 10^6, 8x on random 5 per row 10^6, growth
-/// at most 12x from 10^5 to 10^6 for every family).
+/// One case of the scale table: a plain black box written as a C code would write it (a 1-D
+/// stencil, a gather, the 2-D Bratu residual on a g x g grid), its true pattern and x0.
+struct ScaleCase {
+    family: &'static str,
+    n: usize,
+    /// The grid's side (the 2-D Bratu residual).
+    g: usize,
+    truth: Pattern,
+    /// The gather's weights, one per entry of `truth` (random 5 per row).
+    weights: Vec<f64>,
+    x0: Vec<f64>,
+}
+
+/// The scale table's families, in its order.
+const SCALE_FAMILIES: [&str; 3] = ["tridiagonal", "random (5 per row)", "2-D Bratu"];
+
+impl ScaleCase {
+    /// The case of `family` nearest `n` inputs (the g x g grid closest to n for the 2-D Bratu
+    /// residual).
+    fn new(family: &'static str, n: usize) -> Self {
+        let g = (n as f64).sqrt().round() as usize;
+        let n = if family == "2-D Bratu" { g * g } else { n };
+        let truth = match family {
+            "tridiagonal" => synthetic::banded(n, 1),
+            "2-D Bratu" => synthetic::stencil_2d(g),
+            _ => synthetic::random_sparse(n, n, 5, 7),
+        };
+        let weights = (0..truth.nnz())
+            .map(|k| 1.0 + (k % 5) as f64 * 0.25)
+            .collect();
+        let x0 = (0..n).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
+        ScaleCase {
+            family,
+            n,
+            g,
+            truth,
+            weights,
+            x0,
+        }
+    }
+
+    /// The name `--only` matches: the family and n.
+    fn name(family: &str, n: usize) -> String {
+        let g = (n as f64).sqrt().round() as usize;
+        let n = if family == "2-D Bratu" { g * g } else { n };
+        format!("{family} {n}")
+    }
+
+    /// The black box: y = f(x).
+    fn eval(&self, x: &[f64], y: &mut [f64]) {
+        let g = self.g;
+        match self.family {
+            "2-D Bratu" => {
+                // y = 4 u - (its four neighbours, 0 past the edge) - h^2 exp(u), h = 1/(g+1):
+                // the 2-D Bratu residual, as the peers' table has it.
+                let h2 = 1.0 / ((g + 1) * (g + 1)) as f64;
+                for (i, yi) in y.iter_mut().enumerate() {
+                    let (r, c) = (i / g, i % g);
+                    let mut v = 4.0 * x[i] - h2 * x[i].exp();
+                    if r > 0 {
+                        v -= x[i - g];
+                    }
+                    if r + 1 < g {
+                        v -= x[i + g];
+                    }
+                    if c > 0 {
+                        v -= x[i - 1];
+                    }
+                    if c + 1 < g {
+                        v -= x[i + 1];
+                    }
+                    *yi = v;
+                }
+            }
+            "tridiagonal" => {
+                // y_i = x_{i-1} - 2 x_i + x_{i+1} + x_i^2 / 4, a 1-D stencil.
+                let n = x.len();
+                for i in 0..n {
+                    let l = if i > 0 { x[i - 1] } else { 0.0 };
+                    let r = if i + 1 < n { x[i + 1] } else { 0.0 };
+                    y[i] = l - 2.0 * x[i] + r + 0.25 * x[i] * x[i];
+                }
+            }
+            _ => {
+                let (ptr, idx) = (self.truth.row_ptr(), self.truth.col_idx());
+                for (i, yi) in y.iter_mut().enumerate() {
+                    let mut s = 0.0;
+                    for k in ptr[i]..ptr[i + 1] {
+                        s += self.weights[k] * x[idx[k] as usize];
+                    }
+                    *yi = s;
+                }
+            }
+        }
+    }
+
+    /// Whether `p` is the true pattern.
+    fn exact(&self, p: &Pattern) -> bool {
+        p.row_ptr() == self.truth.row_ptr() && p.col_idx() == self.truth.col_idx()
+    }
+}
+
+/// Library time against the black box's own, for the plain black boxes of [`ScaleCase`],
+/// default options, n = 10^4 to 10^6: the ratio and its growth per decade (issue 13's targets:
+/// at most 4x f on tridiagonal 10^6, 8x on random 5 per row 10^6, growth at most 12x from 10^5
+/// to 10^6 for every family).
 fn scale_table(only: Option<&str>) {
     println!("\n### Library time against f's own: plain black boxes, default options\n");
     println!("| family | n | evaluations | exact | f time (ms) | library time (ms) | library / f | library growth per decade | peak memory (MB) |");
     println!("|---|---:|---:|---|---:|---:|---:|---:|---:|");
-    for family in ["tridiagonal", "random (5 per row)", "2-D Bratu"] {
+    for family in SCALE_FAMILIES {
         let mut last: Option<f64> = None;
         for n in [10_000usize, 100_000, 1_000_000] {
-            // The grid's side: the g x g closest to n.
-            let g = (n as f64).sqrt().round() as usize;
-            let n = if family == "2-D Bratu" { g * g } else { n };
-            if only.is_some_and(|o| !format!("{family} {n}").contains(o)) {
+            if only.is_some_and(|o| !ScaleCase::name(family, n).contains(o)) {
+                // Growth is per decade: not against a size two decades down.
+                last = None;
                 continue;
             }
-            let truth = match family {
-                "tridiagonal" => synthetic::banded(n, 1),
-                "2-D Bratu" => synthetic::stencil_2d(g),
-                _ => synthetic::random_sparse(n, n, 5, 7),
-            };
-            let (ptr, idx) = (truth.row_ptr(), truth.col_idx());
-            let weights: Vec<f64> = (0..idx.len())
-                .map(|k| 1.0 + (k % 5) as f64 * 0.25)
-                .collect();
-            let x0: Vec<f64> = (0..n).map(|j| 1.0 + (j % 7) as f64 * 0.1).collect();
+            let case = ScaleCase::new(family, n);
             let mut inside = std::time::Duration::ZERO;
-            let tridiagonal = family == "tridiagonal";
-            let bratu = family == "2-D Bratu";
-            let f = |x: &[f64], y: &mut [f64]| {
+            let mut f = |x: &[f64], y: &mut [f64]| {
                 let t = Instant::now();
-                if bratu {
-                    // y = 4 u - (its four neighbours, 0 past the edge) - h^2 exp(u), h = 1/(g+1):
-                    // the 2-D Bratu residual, as the peers' table has it.
-                    let h2 = 1.0 / ((g + 1) * (g + 1)) as f64;
-                    for (i, yi) in y.iter_mut().enumerate() {
-                        let (r, c) = (i / g, i % g);
-                        let mut v = 4.0 * x[i] - h2 * x[i].exp();
-                        if r > 0 {
-                            v -= x[i - g];
-                        }
-                        if r + 1 < g {
-                            v -= x[i + g];
-                        }
-                        if c > 0 {
-                            v -= x[i - 1];
-                        }
-                        if c + 1 < g {
-                            v -= x[i + 1];
-                        }
-                        *yi = v;
-                    }
-                } else if tridiagonal {
-                    // y_i = x_{i-1} - 2 x_i + x_{i+1} + x_i^2 / 4, a 1-D stencil.
-                    let n = x.len();
-                    for i in 0..n {
-                        let l = if i > 0 { x[i - 1] } else { 0.0 };
-                        let r = if i + 1 < n { x[i + 1] } else { 0.0 };
-                        y[i] = l - 2.0 * x[i] + r + 0.25 * x[i] * x[i];
-                    }
-                } else {
-                    for (i, yi) in y.iter_mut().enumerate() {
-                        let mut s = 0.0;
-                        for k in ptr[i]..ptr[i + 1] {
-                            s += weights[k] * x[idx[k] as usize];
-                        }
-                        *yi = s;
-                    }
-                }
+                case.eval(x, y);
                 inside += t.elapsed();
                 Ok(())
             };
             let before = CURRENT.load(Relaxed);
             PEAK.store(before, Relaxed);
             let start = Instant::now();
-            let mut f = f;
-            let p = trace(&mut f, n, &x0, &TraceOptions::default()).expect("trace");
+            let p = trace(&mut f, case.n, &case.x0, &TraceOptions::default()).expect("trace");
             let total = start.elapsed();
             let peak = PEAK.load(Relaxed) - before;
-            let exact = p.row_ptr() == truth.row_ptr() && p.col_idx() == truth.col_idx();
             let f_ms = inside.as_secs_f64() * 1e3;
             let lib_ms = total.saturating_sub(inside).as_secs_f64() * 1e3;
             let growth = last.map_or("-".to_string(), |l| format!("{:.1}x", lib_ms / l));
             last = Some(lib_ms);
             println!(
-                "| {family} | {n} | {} | {} | {f_ms:.1} | {lib_ms:.1} | {:.1}x | {growth} | {:.1} |",
+                "| {family} | {} | {} | {} | {f_ms:.1} | {lib_ms:.1} | {:.1}x | {growth} | {:.1} |",
+                case.n,
                 p.report.evaluations,
-                if exact { "yes" } else { "NO" },
+                if case.exact(&p) { "yes" } else { "NO" },
                 lib_ms / f_ms,
                 peak as f64 / 1e6,
             );
         }
     }
     println!("\nf time is the time spent inside the black box; library time the rest of the trace's wall time.");
+}
+
+/// Runs of each case for [`steps_table`]; its times are their medians.
+const STEP_RUNS: usize = 5;
+
+/// One step of a trace, timed ([`traced_by_step`]; times in ms).
+#[derive(Clone, Copy)]
+struct Step {
+    evaluations: usize,
+    /// From the step before's last evaluation told to this step's first evaluation starting.
+    planning: f64,
+    /// From there to this step's last evaluation told.
+    evaluating: f64,
+    /// Inside the black box.
+    f: f64,
+}
+
+impl Step {
+    /// The library's part of the step.
+    fn library(&self) -> f64 {
+        self.planning + self.evaluating - self.f
+    }
+}
+
+/// The scale table's cases (those `only` names, or tridiagonal 10^6), step by step: where the
+/// library's time goes between and during the planner's steps. Each time is the median of
+/// [`STEP_RUNS`] traces. A step's *planning* runs from the last evaluation of the step before
+/// being told to the first evaluation of this one starting (the planner's `ask`, and writing
+/// the first request's inputs); its *evaluating* from there to its last evaluation told (the
+/// evaluations, the guard's passes, the inputs written and undone, and the tells the run loop
+/// waits for). Read from the black box's own clock and the progress reported after each told
+/// evaluation, so the library is timed as it runs, with no timer of its own.
+fn steps_table(only: Option<&str>) {
+    let only = only.unwrap_or("tridiagonal 1000000");
+    for family in SCALE_FAMILIES {
+        for n in [10_000usize, 100_000, 1_000_000] {
+            if !ScaleCase::name(family, n).contains(only) {
+                continue;
+            }
+            let case = ScaleCase::new(family, n);
+            let mut runs: Vec<Vec<Step>> = Vec::new();
+            let mut evaluations = 0;
+            for _ in 0..STEP_RUNS {
+                let (p, steps) = traced_by_step(&case);
+                assert!(case.exact(&p), "{family} {n}: the trace is not exact");
+                evaluations = p.report.evaluations;
+                runs.push(steps);
+            }
+            let shape = |r: &Vec<Step>| r.iter().map(|s| s.evaluations).collect::<Vec<_>>();
+            assert!(
+                runs.iter().all(|r| shape(r) == shape(&runs[0])),
+                "the traces' steps differ from run to run"
+            );
+            println!(
+                "\n### {family}, n = {}, step by step ({evaluations} evaluations; medians of {STEP_RUNS} traces)\n",
+                case.n
+            );
+            println!("| step | evaluations | planning (ms) | evaluating (ms) | f (ms) | library (ms) | library / f |");
+            println!("|---:|---:|---:|---:|---:|---:|---:|");
+            let (mut sum_lib, mut sum_f) = (0.0, 0.0);
+            for (k, first) in runs[0].iter().enumerate() {
+                let median = |pick: fn(&Step) -> f64| {
+                    let mut v: Vec<f64> = runs.iter().map(|r| pick(&r[k])).collect();
+                    v.sort_by(f64::total_cmp);
+                    v[v.len() / 2]
+                };
+                let (plan, eval) = (median(|s| s.planning), median(|s| s.evaluating));
+                let (f, lib) = (median(|s| s.f), median(Step::library));
+                (sum_lib, sum_f) = (sum_lib + lib, sum_f + f);
+                println!(
+                    "| {} | {} | {plan:.1} | {eval:.1} | {f:.1} | {lib:.1} | {:.1}x |",
+                    k + 1,
+                    first.evaluations,
+                    lib / f
+                );
+            }
+            println!(
+                "| all | {evaluations} | | | {sum_f:.1} | {sum_lib:.1} | {:.1}x |",
+                sum_lib / sum_f
+            );
+            // Each trace's library time, in the order they ran: the spread the medians smooth.
+            let each: Vec<String> = (runs.iter())
+                .map(|r| format!("{:.1}", r.iter().map(Step::library).sum::<f64>()))
+                .collect();
+            println!(
+                "\nLibrary time of each trace, in order (ms): {}.",
+                each.join(", ")
+            );
+        }
+    }
+    println!("\nPlanning: from the step before's last evaluation told to this step's first evaluation (the planner's ask). Evaluating: from there to this step's last evaluation told. Library: both, less f.");
+}
+
+/// One default trace of `case`, and its steps, timed ([`steps_table`]).
+fn traced_by_step(case: &ScaleCase) -> (Pattern, Vec<Step>) {
+    // Each evaluation's start and length, and each told evaluation's time and step (the
+    // evaluations planned when it was told: the same for every evaluation of a step).
+    let mut calls: Vec<(Instant, std::time::Duration)> = Vec::new();
+    let mut f = |x: &[f64], y: &mut [f64]| {
+        let t = Instant::now();
+        case.eval(x, y);
+        calls.push((t, t.elapsed()));
+        Ok(())
+    };
+    let mut told: Vec<(Instant, usize)> = Vec::new();
+    let start = Instant::now();
+    let p = nanprop::trace_with_progress(
+        &mut f,
+        case.n,
+        &case.x0,
+        &TraceOptions::default(),
+        &mut |progress| told.push((Instant::now(), progress.planned)),
+    )
+    .expect("trace");
+    assert_eq!(calls.len(), told.len(), "one evaluation a request");
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let mut steps = Vec::new();
+    let (mut k, mut before) = (0, start);
+    while k < told.len() {
+        let planned = told[k].1;
+        let end = k + told[k..].iter().take_while(|t| t.1 == planned).count();
+        let (first, last) = (calls[k].0, told[end - 1].0);
+        steps.push(Step {
+            evaluations: end - k,
+            planning: ms(first - before),
+            evaluating: ms(last - first),
+            f: calls[k..end].iter().map(|c| ms(c.1)).sum(),
+        });
+        (k, before) = (end, last);
+    }
+    (p, steps)
 }
 
 /// Coloring time: each order alone (no recoloring) and the default against the natural-order greedy
