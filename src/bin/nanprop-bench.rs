@@ -2,8 +2,9 @@
 //! pattern families. Prints Markdown tables (the README's tables come from here).
 //!
 //! `cargo run --release --features testing --bin nanprop-bench` runs the full set;
-//! `-- --quick` the small sizes; `-- --only TEXT` the cases whose family name and n contain TEXT
-//! (e.g. `"tridiagonal 1000000"`: the tracing tables and the scale table, no other);
+//! `-- --quick` the small sizes; `-- --only TEXT` the cases whose family name and n contain TEXT,
+//! a number whole (e.g. `"tridiagonal 1000000"`: the tracing tables and the scale table, no
+//! other);
 //! `-- --steps` one case of the scale table step by step (`--only` names it; tridiagonal 10^6
 //! by default): each step's planning and evaluating time against f's;
 //! `-- --parallel` only the parallel drivers' wall times; `-- --single` only the
@@ -796,8 +797,7 @@ impl ScaleCase {
     /// The case of `family` nearest `n` inputs (the g x g grid closest to n for the 2-D Bratu
     /// residual).
     fn new(family: &'static str, n: usize) -> Self {
-        let g = (n as f64).sqrt().round() as usize;
-        let n = if family == "2-D Bratu" { g * g } else { n };
+        let (n, g) = Self::size(family, n);
         let truth = match family {
             "tridiagonal" => synthetic::banded(n, 1),
             "2-D Bratu" => synthetic::stencil_2d(g),
@@ -817,11 +817,19 @@ impl ScaleCase {
         }
     }
 
+    /// The inputs and the grid's side of `family`'s case nearest `n` inputs: n itself, but
+    /// g x g for the 2-D Bratu residual.
+    fn size(family: &str, n: usize) -> (usize, usize) {
+        let g = (n as f64).sqrt().round() as usize;
+        match family {
+            "2-D Bratu" => (g * g, g),
+            _ => (n, g),
+        }
+    }
+
     /// The name `--only` matches: the family and n.
     fn name(family: &str, n: usize) -> String {
-        let g = (n as f64).sqrt().round() as usize;
-        let n = if family == "2-D Bratu" { g * g } else { n };
-        format!("{family} {n}")
+        format!("{family} {}", Self::size(family, n).0)
     }
 
     /// The black box: y = f(x).
