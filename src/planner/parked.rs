@@ -26,8 +26,15 @@
 //! blocks split, and the invariant holds one level down, with no work for the row at all. A
 //! new dependency in one of its Q blocks (several NaNs reach the row, one tag comes back a
 //! probe) leaves its blocks as they were: the row stays parked with it, unless it now has as
-//! many dependencies as a dense row. A step in which a parked row changed in a probe holding
-//! one of its P blocks, or brought a dependency outside its Q blocks, is recorded as a
+//! many dependencies as a dense row. Nor does a new dependency whose tag came back through the
+//! row's only P block in the probe ([`lone_p_block`]): that block now holds a dependency, as
+//! the invariant asks of its blocks one level up, and the row's other P blocks were tested in
+//! other probes; the row stays parked with it (the hit is [`KEPT`]). A tridiagonal row under
+//! the smallest NaN winning learns its dependencies that way, one at the level where a block
+//! boundary cuts its columns apart: the fine levels wrote back up to half of the rows at
+//! n = 10^6, to park them again as they were split; none now. A step in which a parked row
+//! changed in any other way in a probe holding one of its P blocks, or brought a dependency
+//! outside its blocks, is recorded as a
 //! `(row, probe)` pair ([`Parked::hits`]); at the end of the step such a row is written back
 //! as stored candidates (with the outcome words the stored row would have had) and goes
 //! through the ordinary split. Every row is stored again before the last level (where every
@@ -111,6 +118,11 @@ pub(super) fn for_each_block(
     }
 }
 
+/// In a hit's probe word ([`Parked::hits`]): the probe brought the row a new dependency
+/// through its only P block there ([`lone_p_block`]), and showed nothing else of it. A row
+/// whose hits all carry it stays parked; one written back takes the probe without it.
+pub(super) const KEPT: u32 = 1 << 31;
+
 /// [`Parked::rows`]: the row is not parked.
 pub(super) const STORED: u8 = u8::MAX;
 /// [`Parked::rows`]: the row is parked, and the row before is not, or has another count of
@@ -134,8 +146,11 @@ pub(super) struct Parked {
     pub enabled: bool,
     /// How many steps wrote back more than half of at least an eighth of the rows.
     pub mass_returns: u8,
+    /// How many parked rows the last split wrote back.
+    pub returned: usize,
     /// `(row, probe)`: a parked row changed in a probe holding one of its P blocks, or the probe
-    /// brought it a new dependency. Unordered until [`Parked::sort_hits`].
+    /// brought it a new dependency; the probe marked [`KEPT`] when the new dependency came
+    /// through the row's only P block in it. Unordered until [`Parked::sort_hits`].
     pub hits: Vec<(u32, u32)>,
     /// The colors of the current level's blocks (`u32::MAX`: not probed); empty when no row
     /// is parked (unless the next level is the last) or the level was not colored.
@@ -167,6 +182,7 @@ impl Parked {
             deps: 0,
             enabled: true,
             mass_returns: 0,
+            returned: 0,
             hits: Vec::new(),
             colors: Vec::new(),
             listed_p: 0,
@@ -245,6 +261,29 @@ pub(super) fn tests_in(colors: &[u32], deps: &[u32], s: u32, bits: u32, n: usize
         found |= kind == Kind::P && colors.get(b as usize) == Some(&k);
     });
     found
+}
+
+/// Whether a tag of column `j`, new to a parked row with dependencies `deps`, came from probe
+/// `k` through the only P block of the row in it (the block holding `j`): that block now holds
+/// a dependency, the row's other P blocks in the step were tested apart, and the row stays
+/// parked with `j` as with a new dependency in a Q block ([`KEPT`]). `colors`: the level's
+/// block colors.
+pub(super) fn lone_p_block(
+    colors: &[u32],
+    deps: &[u32],
+    j: u32,
+    (s, bits, n): (u32, u32, usize),
+    k: u32,
+) -> bool {
+    let block = j >> s;
+    let (mut holds_j, mut others) = (false, false);
+    for_each_block(deps, s, bits, n, |b, kind| {
+        if kind == Kind::P {
+            holds_j |= b == block;
+            others |= b != block && colors.get(b as usize) == Some(&k);
+        }
+    });
+    holds_j && !others
 }
 
 /// Whether parked row `i` holds a P block in probe `k`, from [`Parked::spans`] (`cursor`: where the

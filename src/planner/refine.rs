@@ -261,7 +261,7 @@
 //! `refine/wide.rs` the wide rows' own probes; `refine/peel.rs` the rows peeled when refining
 //! ends; `parked.rs` (beside this file) the rows kept without their candidates.
 
-use super::parked::{span_tests, span_tests_at, tests_in, Parked, STORED};
+use super::parked::{lone_p_block, span_tests, span_tests_at, tests_in, Parked, KEPT, STORED};
 use super::Planner;
 use crate::error::{filled, push, reserve, Error, Result};
 use crate::halves::{both, halfway};
@@ -675,7 +675,24 @@ impl<'a> TellHalf<'a> {
                 (false, _) => span_tests(seen.spans, i, seen.k, &mut self.cursor),
             };
             if new_elsewhere || tested {
-                self.room &= push(self.hits, (i, seen.k), "parked rows' outcomes").is_ok();
+                // A tag through the row's only P block in the probe: the row stays parked
+                // with it (`parked.rs`).
+                let word = match hit {
+                    Hit::Dep(j)
+                        if new_elsewhere
+                            && lone_p_block(
+                                seen.colors,
+                                deps,
+                                j,
+                                (seen.shift, seen.bits, seen.n),
+                                seen.k,
+                            ) =>
+                    {
+                        seen.k | KEPT
+                    }
+                    _ => seen.k,
+                };
+                self.room &= push(self.hits, (i, word), "parked rows' outcomes").is_ok();
             }
             return;
         }
@@ -1058,6 +1075,38 @@ mod tests {
             fine.iter().all(|&c| 2 * c > n),
             "parked rows by level: {parked:?}"
         );
+    }
+
+    /// A tridiagonal row under the smallest NaN winning learns one dependency a level, at the
+    /// levels where a block boundary cuts its columns apart: the tag of the column past the
+    /// boundary comes back through the only P block of the row in its probe. That block now
+    /// holds a dependency, as a Q block would, and the row stays parked with it: no split
+    /// writes a row back (each of the last levels wrote back up to half of the rows, to park
+    /// them again as they were split).
+    #[test]
+    fn rows_learning_a_dependency_through_their_only_p_block_in_a_probe_stay_parked() {
+        use crate::testing::{banded, Synthetic, Winner};
+        let n = 1 << 12;
+        let truth = banded(n, 1);
+        let mut f = Synthetic::new(&truth, Winner::Smallest, 5);
+        let mut levels = Vec::new();
+        let mut learned = 0;
+        drive(&mut f, n, n, |p, _| {
+            levels.push((p.shift, p.parked.count, p.parked.returned));
+            learned = learned.max(p.dep_idx.len());
+        });
+        // Every row parked from the first split to the one before the last level.
+        let parked: Vec<_> = (levels.iter())
+            .filter(|&&(shift, count, _)| shift > 0 && count > 0)
+            .collect();
+        assert!(parked.len() >= 6, "{levels:?}");
+        assert!(
+            parked.iter().all(|&&(_, count, _)| count == n),
+            "{levels:?}"
+        );
+        assert!(levels.iter().all(|&(_, _, r)| r == 0), "{levels:?}");
+        // And the rows went on learning down to the last levels.
+        assert!(learned > 2 * n, "{learned}");
     }
 
     /// What the planner showed at each ask: the level, the probes, the quiet rows, and the

@@ -25,7 +25,7 @@ use super::{
 };
 use crate::error::{push, reserve, reserve_exact, zero_bits, Result};
 use crate::halves::{both, halfway};
-use crate::planner::parked::{for_each_block, shared_from, Kind, ALONE, STORED};
+use crate::planner::parked::{for_each_block, shared_from, Kind, ALONE, KEPT, STORED};
 use bitvec::prelude::*;
 
 impl Refine {
@@ -369,9 +369,11 @@ impl Refine {
             if self.parked.is_parked(i) {
                 changed.clear();
                 while h < hits.len() && hits[h].0 as usize == i {
-                    push(&mut changed, hits[h].1, "probes of a row")?;
+                    push(&mut changed, hits[h].1 & !KEPT, "probes of a row")?;
                     h += 1;
                 }
+                // Sorted again: the kept hits came last.
+                changed.sort_unstable();
                 self.parked_entries(self.deps(i), &changed, &mut idx, &mut words)?;
                 self.parked.rows[i] = STORED;
             } else {
@@ -541,7 +543,8 @@ impl Refine {
         }
         self.all_quiet = s == 0 && restless == 0;
         debug_assert_eq!(ptr.len(), self.m + 1);
-        if 2 * written_back > parked_before && 8 * parked_before >= self.m {
+        self.parked.returned = written_back;
+        if 2 * self.parked.returned > parked_before && 8 * parked_before >= self.m {
             // Most parked rows came back. Once (a 2-D stencil's rows at the level where their
             // neighbours a grid line away leave their blocks) they park again as they are
             // split; twice (a band's rows learn one dependency a probe for many levels),
@@ -629,7 +632,11 @@ impl Refine {
                 continue;
             }
 
-            let hit = h < hits.len() && hits[h].0 as usize == i;
+            // Its hits: when all are kept (a new dependency through its only P block in the
+            // probe), it stays parked as with new dependencies in its Q blocks.
+            let row_hits = hits[h..].iter().take_while(|&&(r, _)| r as usize == i);
+            let kept = row_hits.clone().filter(|&&(_, k)| k & KEPT != 0).count();
+            let hit = row_hits.count() > kept;
             // New dependencies of a parked row with no hit lie in blocks holding known ones:
             // its blocks stay what they were, and it stays parked with them.
             while nm < self.merged.len() && (self.merged[nm].0 as usize) < i {
@@ -641,6 +648,11 @@ impl Refine {
             // (Unless they make it a candidate dense row: recognising one reads its stored
             // candidates. Then it is written back.)
             let dense_now = learned > 0 && self.dep_ptr[i + 1] - self.dep_ptr[i] >= DENSE_MIN;
+            if is_parked(codes, i) && !hit && !dense_now {
+                // Each kept hit, one P block changed (counted as a stored row's would be).
+                h += kept;
+                out.changed += kept;
+            }
             if is_parked(codes, i) && !hit && learned > 0 && !dense_now {
                 out.deps_parked += learned;
                 out.note_span(&self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]]);
@@ -696,9 +708,11 @@ impl Refine {
                 debug_assert!(hit || dense_now);
                 probes.clear();
                 while h < hits.len() && hits[h].0 as usize == i {
-                    push(&mut probes, hits[h].1, "probes of a row")?;
+                    push(&mut probes, hits[h].1 & !KEPT, "probes of a row")?;
                     h += 1;
                 }
+                // Sorted again: the kept hits came last.
+                probes.sort_unstable();
                 while nd < self.merged.len() && (self.merged[nd].0 as usize) < i {
                     nd += 1;
                 }
