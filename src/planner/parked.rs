@@ -51,10 +51,12 @@
 //! ones fall in their Q blocks. Where most parked rows come back anyway, the second step that
 //! writes back more than half of them (when they are at least an eighth of the rows) turns
 //! parking off for the rest of the trace ([`Parked::enabled`]), and the split makes the parking
-//! test only while parking is on. The first such step is forgiven: on a 2-D stencil every row
-//! comes back once, at the level where the blocks get narrower than a grid line and its
-//! neighbours a line away fall outside its blocks, and parks again as it is split; a band whose
-//! rows keep learning comes back at the next step too.
+//! test only while parking is on. The first such step is forgiven: on a 2-D stencil written
+//! with each row's own input first, every row comes back once, at the level where the blocks get
+//! narrower than a grid line and its neighbours a line away fall outside its blocks, and parks
+//! again as it is split (under a random NaN winning the same stencil's rows stay parked: their
+//! neighbours' tags come back through lone P blocks); a band whose rows keep learning comes
+//! back at the next step too.
 //!
 //! # Runs
 //!
