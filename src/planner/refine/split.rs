@@ -28,6 +28,19 @@ use crate::halves::{both, halfway};
 use crate::planner::parked::{for_each_block, shared_from, Kind, ALONE, KEPT, STORED};
 use bitvec::prelude::*;
 
+/// Row `i`'s hits from `hits[*h]` on (sorted by row, then word) into `probes` (emptied
+/// first): their probes without the [`KEPT`] mark, sorted; `h` moves past them.
+fn row_probes(hits: &[(u32, u32)], h: &mut usize, i: usize, probes: &mut Vec<u32>) -> Result<()> {
+    probes.clear();
+    while *h < hits.len() && hits[*h].0 as usize == i {
+        push(probes, hits[*h].1 & !KEPT, "probes of a row")?;
+        *h += 1;
+    }
+    // Sorted again: the kept hits came last.
+    probes.sort_unstable();
+    Ok(())
+}
+
 impl Refine {
     /// Pushes onto `idx` the children of block `b` (at the current level) at level `s` that
     /// keep an unknown column: fewer known dependencies than columns. `deps` are the row's
@@ -367,13 +380,7 @@ impl Refine {
         let mut h = 0;
         for i in 0..self.m {
             if self.parked.is_parked(i) {
-                changed.clear();
-                while h < hits.len() && hits[h].0 as usize == i {
-                    push(&mut changed, hits[h].1 & !KEPT, "probes of a row")?;
-                    h += 1;
-                }
-                // Sorted again: the kept hits came last.
-                changed.sort_unstable();
+                row_probes(&hits, &mut h, i, &mut changed)?;
                 self.parked_entries(self.deps(i), &changed, &mut idx, &mut words)?;
                 self.parked.rows[i] = STORED;
             } else {
@@ -706,13 +713,7 @@ impl Refine {
                 // Written back: a P block changed, a dependency came outside its blocks, or it
                 // has as many as a dense row: with the words the stored row would have.
                 debug_assert!(hit || dense_now);
-                probes.clear();
-                while h < hits.len() && hits[h].0 as usize == i {
-                    push(&mut probes, hits[h].1 & !KEPT, "probes of a row")?;
-                    h += 1;
-                }
-                // Sorted again: the kept hits came last.
-                probes.sort_unstable();
+                row_probes(hits, &mut h, i, &mut probes)?;
                 while nd < self.merged.len() && (self.merged[nd].0 as usize) < i {
                     nd += 1;
                 }
