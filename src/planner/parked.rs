@@ -52,11 +52,16 @@
 //! writes back more than half of them (when they are at least an eighth of the rows) turns
 //! parking off for the rest of the trace ([`Parked::enabled`]), and the split makes the parking
 //! test only while parking is on. The first such step is forgiven: on a 2-D stencil written
-//! with each row's own input first, every row comes back once, at the level where the blocks get
-//! narrower than a grid line and its neighbours a line away fall outside its blocks, and parks
-//! again as it is split (under a random NaN winning the same stencil's rows stay parked: their
-//! neighbours' tags come back through lone P blocks); a band whose rows keep learning comes
-//! back at the next step too.
+//! with each row's own input first, most rows came back once, at the level where the blocks
+//! get narrower than a grid line and the neighbours a line away fall outside the row's block,
+//! and parked again as they were split; a band whose rows keep learning comes back at the next
+//! step too. The stencil's return came from the coloring: that level put the block of one
+//! neighbour a line away and the empty sibling of the other's in one probe, for most parked
+//! rows. A level that would do that while rows learn is now colored again with the parked
+//! rows' P blocks apart (`refine/level.rs`, `APART_HIT_RATE`): the 2-D Bratu residual at
+//! n = 10^6 writes back none there (950624 rows before). (Under a random NaN winning the same
+//! stencil's rows stay parked anyway: their neighbours' tags come back through lone P
+//! blocks.)
 //!
 //! # Runs
 //!

@@ -29,7 +29,8 @@
 //!   a *hard* conflict;
 //! * two P blocks of the same row may share a probe (an unchanged output proves both zero;
 //!   a change keeps both): a *soft* conflict, counted and spread, never forbidden at coarse
-//!   levels;
+//!   levels (but a level that would put two P blocks of most parked rows in one probe, while
+//!   rows still learn, is colored again with them apart: `level.rs`, `APART_HIT_RATE`);
 //! * at the last level (single columns) every conflict is hard: a proper partial distance-2
 //!   coloring of rows x columns, so each tested candidate sits alone among its row's columns
 //!   and a change proves it, an unchanged output disproves it; except between two candidates
@@ -1107,6 +1108,39 @@ mod tests {
         assert!(levels.iter().all(|&(_, _, r)| r == 0), "{levels:?}");
         // And the rows went on learning down to the last levels.
         assert!(learned > 2 * n, "{learned}");
+    }
+
+    /// A coarse level whose coloring put two P blocks of most parked rows in one probe while
+    /// they learn is colored again with them apart (`level.rs`, `APART_HIT_RATE`). Diagonal
+    /// blocks of 10 under the smallest NaN winning: rows learn their block's columns one a
+    /// level; a shared probe wrote back 3070 of the 4099 parked rows at n = 4099. Now no split
+    /// writes back more than a tenth of the rows parked before it, and the pattern is exact.
+    #[test]
+    fn parked_rows_still_learning_get_their_p_blocks_apart() {
+        use crate::testing::{block_diagonal, Synthetic, Winner};
+        let n = 4099;
+        let truth = block_diagonal(n, 10);
+        let mut f = Synthetic::new(&truth, Winner::Smallest, 5);
+        // Each ask: the rows parked, and how many of them the split before wrote back.
+        let mut levels = Vec::new();
+        let planner = drive_with(
+            &mut f,
+            n,
+            n,
+            |_| {},
+            |p, _| levels.push((p.shift, p.parked.count, p.parked.returned)),
+        );
+        assert!(
+            levels.iter().filter(|l| l.1 == n).count() >= 6,
+            "every row parked at the coarse levels: {levels:?}"
+        );
+        for pair in levels.windows(2) {
+            let (before, returned) = (pair[0].1, pair[1].2);
+            assert!(10 * returned <= before, "{levels:?}");
+        }
+        let builder = PatternBuilder::new(n, n, bitvec![0; n]).unwrap();
+        let p = Box::new(planner).finish(builder).unwrap();
+        assert!((p.row_ptr(), p.col_idx()) == (truth.row_ptr(), truth.col_idx()));
     }
 
     /// What the planner showed at each ask: the level, the probes, the quiet rows, and the

@@ -287,7 +287,7 @@ impl Refine {
             let any_quiet = leaf && lists.iter().any(|l| l.2 & QUIET != 0);
             let quiet_first = any_quiet && self.all_quiet;
             // At the last level each pass tries masks first (`conflicts.rs`).
-            let (mut colors, hard_taken) = color_pass(
+            let (mut colors, mut hard_taken) = color_pass(
                 nonzero(&probed),
                 by_block,
                 (&mut lists, &mut seen),
@@ -295,6 +295,42 @@ impl Refine {
                 (leaf, quiet_first),
                 cap,
             )?;
+            // A coarse level that would bring most parked rows back while they learn: colored
+            // again with their P blocks apart ([`APART_HIT_RATE`]). (Not on a sample of the
+            // lists: the runs of parked rows then keep lists of their own.)
+            if !leaf
+                && runs.is_none()
+                && self.last_hit_rate >= APART_HIT_RATE
+                && 2 * parked_sharing(&self.parked.spans, &lists, &seen) > self.parked.count
+            {
+                let flagged = flag_parked_lists(&self.parked.spans, &mut lists)?;
+                restart(&mut lists);
+                let (k, hard) = color_pass(
+                    nonzero(&probed),
+                    by_block,
+                    (&mut lists, &mut seen),
+                    &mut color,
+                    (leaf, false),
+                    cap,
+                )?;
+                for &r in &flagged {
+                    lists[r as usize].0 &= !P_FLAG;
+                }
+                if k < probed_blocks && k <= colors + APART_MORE_COLORS {
+                    (colors, hard_taken) = (k, hard);
+                } else {
+                    // The first coloring again (the same pass, the same colors).
+                    restart(&mut lists);
+                    (colors, hard_taken) = color_pass(
+                        nonzero(&probed),
+                        by_block,
+                        (&mut lists, &mut seen),
+                        &mut color,
+                        (leaf, false),
+                        cap,
+                    )?;
+                }
+            }
             // The last level ("The last level" in the module docs): quiet rows' candidates sharing
             // probes, when that saves enough; then one pass of iterated greedy.
             let mut quiet = quiet_first;
@@ -1079,6 +1115,61 @@ fn color_blocks(
         }
     }
     Ok(Some(rows.colors()))
+}
+
+/// The least hit rate of the step before (changed of tested candidate blocks) at which a coarse
+/// level keeps parked rows' P blocks apart, when its coloring put two P blocks of most parked
+/// rows in one probe.
+///
+/// Two P blocks of a row in one probe are a soft conflict: an unchanged output proves both
+/// zero, a change keeps both. A parked row that changes there, its tag naming a column in one
+/// of them, cannot stay parked (the other block is no child of a block holding a dependency:
+/// `parked.rs`); it is written back, and its extra blocks are listed and tested at the next
+/// level before it parks again. While rows learn, that is most of them: the 2-D Bratu residual
+/// in C at n = 10^6 (each row's own input first, so its own tag wins) learns its neighbours a
+/// grid line away at the level of blocks of 1024, where the greedy pass put the sibling of one
+/// of them in the other's probe for 974000 rows of 10^6 and the split wrote back 950624 of
+/// them. Colored again with those rows' soft conflicts opening colors as a blind row's do
+/// (up to the cap), the level takes 4 probes instead of 2 and the next one 6 instead of 8:
+/// the same 107 evaluations, no row written back, and the three steps around it 92 ms of
+/// library time instead of 215 (`nanprop-bench --steps`). The second coloring is kept when it
+/// still compresses the level and takes at most [`APART_MORE_COLORS`] more colors; else the
+/// first is made again. Over the fingerprint suite (1168 traces, 111614 -> 111310
+/// evaluations) only diagonal blocks of 10 change, each of 48 traces by 5 to 7 evaluations
+/// fewer (under the smallest NaN winning, 30 -> 23 at n = 100; 61 -> 54 at n = 4099, where
+/// 3070 of 4099 parked rows came back), with the same patterns. With no hit rate gate, with a
+/// quarter of the parked rows instead of half, or with one more color allowed instead of two,
+/// 20 to 50 traces took more.
+const APART_HIT_RATE: f64 = 0.25;
+
+/// The most colors the second coloring of [`APART_HIT_RATE`] may add.
+const APART_MORE_COLORS: usize = 2;
+
+/// How many parked rows (`spans`: runs of them and their lists' ordinals, while the level is
+/// planned) have two P blocks of one color in their lists colored so far (`lists`, `seen`).
+fn parked_sharing(spans: &[(u32, u32, u64)], lists: &[(u32, u32, u32)], seen: &[u32]) -> usize {
+    (spans.iter())
+        .filter(|&&(_, _, r)| {
+            let (start, fill, _) = lists[r as usize];
+            let list = &seen[(start & !P_FLAG) as usize..fill as usize];
+            (list.iter().enumerate()).any(|(k, &c)| c & P_FLAG != 0 && list[k + 1..].contains(&c))
+        })
+        .map(|&(first, end, _)| (end - first) as usize)
+        .sum()
+}
+
+/// Flags the lists of parked rows (`spans`) as blind for the coloring (their soft conflicts
+/// open colors), and returns those that were not: the caller takes the flag off again.
+fn flag_parked_lists(spans: &[(u32, u32, u64)], lists: &mut [(u32, u32, u32)]) -> Result<Vec<u32>> {
+    let mut flagged = Vec::new();
+    for &(_, _, r) in spans {
+        let list = &mut lists[r as usize].0;
+        if *list & P_FLAG == 0 {
+            *list |= P_FLAG;
+            push(&mut flagged, r as u32, "lists of parked rows")?;
+        }
+    }
+    Ok(flagged)
 }
 
 /// One coloring pass of the probed blocks in `order` with rows keeping lists
