@@ -303,33 +303,28 @@ impl Refine {
                 && self.last_hit_rate >= APART_HIT_RATE
                 && 2 * parked_sharing(&self.parked.spans, &lists, &seen) > self.parked.count
             {
+                // A coarse pass over the rows' lists again, from their starts.
+                let again = |lists: &mut [(u32, u32, u32)], seen: &mut [u32], color: &mut [u32]| {
+                    restart(lists);
+                    color_pass(
+                        nonzero(&probed),
+                        by_block,
+                        (lists, seen),
+                        color,
+                        (false, false),
+                        cap,
+                    )
+                };
                 let flagged = flag_parked_lists(&self.parked.spans, &mut lists)?;
-                restart(&mut lists);
-                let (k, hard) = color_pass(
-                    nonzero(&probed),
-                    by_block,
-                    (&mut lists, &mut seen),
-                    &mut color,
-                    (leaf, false),
-                    cap,
-                )?;
+                let (k, hard) = again(&mut lists, &mut seen, &mut color)?;
                 for &r in &flagged {
                     lists[r as usize].0 &= !P_FLAG;
                 }
-                if k < probed_blocks && k <= colors + APART_MORE_COLORS {
-                    (colors, hard_taken) = (k, hard);
-                } else {
+                (colors, hard_taken) = match k < probed_blocks && k <= colors + APART_MORE_COLORS {
+                    true => (k, hard),
                     // The first coloring again (the same pass, the same colors).
-                    restart(&mut lists);
-                    (colors, hard_taken) = color_pass(
-                        nonzero(&probed),
-                        by_block,
-                        (&mut lists, &mut seen),
-                        &mut color,
-                        (leaf, false),
-                        cap,
-                    )?;
-                }
+                    false => again(&mut lists, &mut seen, &mut color)?,
+                };
             }
             // The last level ("The last level" in the module docs): quiet rows' candidates sharing
             // probes, when that saves enough; then one pass of iterated greedy.
