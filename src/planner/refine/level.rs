@@ -31,12 +31,12 @@ use super::conflicts::{
     p_mask_of_list, restart, Conflicts, Lists, Masks, Tallies, BLIND_SOFT, HARD, QUIET, SOFT,
     TALLY_COLORS, TALLY_MAX_LIST, UNUSED,
 };
-use super::sample;
 use super::wide::{SAMPLE_PROBES, WIDE_ROWS_MOST};
 use super::{
     block_range, probes_holding, Mode, Refine, DENSE_MIN, MIN_BLOCKS_FOR_DENSE_TEST,
     MIN_BLOCKS_FOR_SCALE_TEST, NONE, P_FLAG, SPEND_DIVISOR, SPEND_SLACK, UNTESTED, WIDE_ROW_BLOCKS,
 };
+use super::{sample, saturation};
 use crate::error::{
     collect, copied, filled, push, reserve, reserve_exact, zero_bits, Error, ErrorKind, Result,
 };
@@ -277,6 +277,17 @@ impl Refine {
             }
             (colors, tallies.hard_taken())
         } else {
+            // The blocks of the rows' lists, kept for the saturation classes when they may pay
+            // (`saturation.rs`): the passes below write the rows' colors over them.
+            let blocks = match self.by_classes
+                && !leaf
+                && runs.is_none()
+                && blind_rows == 0
+                && saturation::worth_trying(&lists, per_probe)
+            {
+                true => Some(copied(&k_idx, "block lists")?),
+                false => None,
+            };
             // What a block's rows already hold: row r's colored blocks so far, as color | P flag,
             // in its list up to its fill position (its block ids are no longer read once
             // transposed). Coloring block b reads one short contiguous list per row of b instead of
@@ -287,6 +298,7 @@ impl Refine {
             let any_quiet = leaf && lists.iter().any(|l| l.2 & QUIET != 0);
             let quiet_first = any_quiet && self.all_quiet;
             // At the last level each pass tries masks first (`conflicts.rs`).
+            let mut apart_kept = false;
             let (mut colors, mut hard_taken) = color_pass(
                 nonzero(&probed),
                 by_block,
@@ -320,11 +332,42 @@ impl Refine {
                 for &r in &flagged {
                     lists[r as usize].0 &= !P_FLAG;
                 }
-                (colors, hard_taken) = match k < probed_blocks && k <= colors + APART_MORE_COLORS {
+                apart_kept = k < probed_blocks && k <= colors + APART_MORE_COLORS;
+                (colors, hard_taken) = match apart_kept {
                     true => (k, hard),
                     // The first coloring again (the same pass, the same colors).
                     false => again(&mut lists, &mut seen, &mut color)?,
                 };
+            }
+            // Colored again class by class, when a saturation order of the hard conflicts
+            // needs fewer colors than the pass took (`saturation.rs`). Not after the parked rows'
+            // P blocks were kept apart (their soft conflicts opened colors there), nor when the
+            // capped palette made blocks take hard conflicts.
+            let again_by_classes = colors >= 3 && hard_taken == 0 && !apart_kept;
+            if let Some(blocks) = blocks.filter(|_| again_by_classes) {
+                let by = (&t_ptr[..], &t_idx[..]);
+                if let Some((order, ends)) =
+                    saturation::hard_classes(&lists, &blocks, by, &probed, colors - 1)?
+                {
+                    drop(blocks);
+                    restart(&mut lists);
+                    let order = order.iter().map(|&b| b as usize);
+                    let (k, hard) = color_pass(
+                        order,
+                        by_block,
+                        (&mut lists, &mut seen),
+                        &mut color,
+                        (false, false),
+                        cap,
+                    )?;
+                    // Each class opens at most one color (no row is blind).
+                    debug_assert!(
+                        k <= ends.len() && hard == 0,
+                        "{k} colors, {} classes",
+                        ends.len()
+                    );
+                    (colors, hard_taken) = (k, hard);
+                }
             }
             // The last level ("The last level" in the module docs): quiet rows' candidates sharing
             // probes, when that saves enough; then one pass of iterated greedy.
