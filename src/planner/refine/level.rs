@@ -339,11 +339,14 @@ impl Refine {
                     false => again(&mut lists, &mut seen, &mut color)?,
                 };
             }
-            // Colored again class by class, when a saturation order of the hard conflicts
-            // needs fewer colors than the pass took (`saturation.rs`). Not after the parked rows'
-            // P blocks were kept apart (their soft conflicts opened colors there), nor when the
-            // capped palette made blocks take hard conflicts.
-            let again_by_classes = colors >= 3 && hard_taken == 0 && !apart_kept;
+            // Colored again class by class, when the rows have settled and a saturation order of
+            // the hard conflicts needs fewer colors than the pass took (`saturation.rs`). Not
+            // after the parked rows' P blocks were kept apart (their soft conflicts opened
+            // colors there), nor when the capped palette made blocks take hard conflicts.
+            let again_by_classes = colors >= 3
+                && hard_taken == 0
+                && !apart_kept
+                && self.last_hit_rate < saturation::SETTLED_HIT_RATE;
             if let Some(blocks) = blocks.filter(|_| again_by_classes) {
                 let by = (&t_ptr[..], &t_idx[..]);
                 if let Some((order, ends)) =

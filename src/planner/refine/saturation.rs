@@ -14,14 +14,14 @@
 //! row is blind (no blind soft conflict opens a color) each class opens at most one new color:
 //! the pass takes at most as many colors as there are classes, and among the colors a block
 //! may take it still picks the one with the fewest soft conflicts. The classes are made only
-//! when the greedy pass took 3 colors or more with no hard conflict taken (nor the parked
-//! rows' P blocks kept apart, whose soft conflicts open colors), and given up as soon as they
-//! would need as many colors as the pass took.
+//! when the rows have settled ([`SETTLED_HIT_RATE`]) and the greedy pass took 3 colors or more
+//! with no hard conflict taken (nor the parked rows' P blocks kept apart, whose soft conflicts
+//! open colors), and given up as soon as they would need as many colors as the pass took.
 //!
 //! Measured (`nanprop-bench --scale`, `examples/fingerprint`): the 2-D Bratu residual takes
 //! 101 evaluations at n = 10^6 instead of 107, and 93 at 99856 instead of 95; over the
-//! fingerprint suite (1168 traces) 46 traces take fewer (5-point stencils, bands of 5 under the
-//! random NaN winning, two of diagonal blocks of 10), none more, with the same patterns.
+//! fingerprint suite (1168 traces) the 12 traces of the 5-point stencil on a 141 x 141 grid
+//! take 3 fewer each (85 -> 82 with the check), none more, with the same patterns.
 //!
 //! Cost: each block colored reads the lists of its rows, as a greedy pass does; the blocks
 //! wait by saturation (a 64-bit mask of their hard neighbours' classes each) in one bit set per
@@ -55,6 +55,18 @@ pub(super) fn worth_trying(lists: &[(u32, u32, u32)], per_probe: usize) -> bool 
         .sum();
     work <= WORK_PER_PROBE * per_probe as u64
 }
+
+/// The hit rate of the step before (changed of tested candidate blocks) below which a level
+/// may take the classes: the rows have settled. Fewer colors put more of a row's P blocks in
+/// one probe (soft conflicts), and a row that changes there keeps all of them: while rows
+/// still learn, that costs more at the levels after than the probe saved. Bands of 11 under
+/// the random NaN winning took the classes at hit rates of 0.037 and 0.062 at n = 10^4 and
+/// then 50 evaluations instead of 48 (41 and 55 instead of 42 and 56 at 10^3 and 10^5); the
+/// 2-D Bratu residual's levels that take them are at 0.0013 to 0.0102. Over the fingerprint
+/// suite (1168 traces, 111310 evaluations before): ungated 111234 (46 traces fewer), under
+/// 1/16 111254 (26 fewer), under 1/32 111274 (12 fewer, all 5-point stencils); none more in
+/// any of them.
+pub(super) const SETTLED_HIT_RATE: f64 = 1.0 / 32.0;
 
 /// The saturation classes' work ([`worth_trying`]) allowed per unit of a probe's least cost.
 /// On the 2-D Bratu residual at n = 10^6 (`nanprop-bench --scale`), where a probe's least
