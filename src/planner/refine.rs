@@ -38,10 +38,10 @@
 //!
 //! Greedy coloring in natural block order; a block takes the color with the fewest (hard, soft)
 //! conflicts and opens a new color only on a hard conflict. Where that takes 3 colors or more
-//! at a coarse level, a saturation order of the hard conflicts may need fewer (a 2-D grid whose
-//! lines are not a power of two long: the Bratu residual at n = 10^6, 9 -> 7 probes at the
-//! level of blocks of 128); the level is then colored again class by class, by the same rule
-//! (`refine/saturation.rs`). At coarse levels the palette is
+//! at a coarse level once the rows have settled, a saturation order of the hard conflicts may
+//! need fewer (a 2-D grid whose lines are not a power of two long: the Bratu residual at
+//! n = 10^6, 9 -> 7 probes at the level of blocks of 128); the level is then colored again class
+//! by class, by the same rule (`refine/saturation.rs`). At coarse levels the palette is
 //! capped at `2 q + 2` (q = most Q blocks of one row): patterns without locality (random
 //! sparse) make the hard-conflict graph nearly complete at every coarse level, and a capped,
 //! conflict-minimizing coloring still proves most zeros of every row, since a row is blocked only
