@@ -72,8 +72,9 @@ pub(super) const SETTLED_HIT_RATE: f64 = 1.0 / 32.0;
 /// The saturation classes' work ([`worth_trying`]) allowed per unit of a probe's least cost.
 /// On the 2-D Bratu residual at n = 10^6 (`nanprop-bench --scale`), where a probe's least
 /// cost is 7 x 10^6 and an evaluation took about 10 ms of f and library time, the classes took
-/// 1.3 to 9.7 ms at the levels of blocks of 128 down to 16 (work 1.7 to 10 x 10^6), each
-/// saving one probe or two; at blocks of 2 (work 6.4 x 10^7) they took 115 ms to save one.
+/// 1.3 to 9.7 ms at the levels of blocks of 128 down to 16 (work at most 1.7 to 10 x 10^6),
+/// each saving one probe or two; at blocks of 2 (work at least 6.4 x 10^7: about 8 x 10^6
+/// blocks in 998000 lists) they took 115 ms to save one.
 const WORK_PER_PROBE: u64 = 2;
 
 /// The probed blocks (`probed` nonzero) in classes with no hard conflict inside one (a P and a
