@@ -278,11 +278,13 @@ impl Refine {
             (colors, tallies.hard_taken())
         } else {
             // The blocks of the rows' lists, kept for the saturation classes when they may pay
-            // (`saturation.rs`): the passes below write the rows' colors over them.
+            // (`saturation.rs`: the rows have settled, none is blind, the lists are short enough):
+            // the passes below write the rows' colors over them.
             let blocks = match self.by_classes
                 && !leaf
                 && runs.is_none()
                 && blind_rows == 0
+                && self.last_hit_rate < saturation::SETTLED_HIT_RATE
                 && saturation::worth_trying(&lists, per_probe)
             {
                 true => Some(copied(&k_idx, "block lists")?),
@@ -339,14 +341,12 @@ impl Refine {
                     false => again(&mut lists, &mut seen, &mut color)?,
                 };
             }
-            // Colored again class by class, when the rows have settled and a saturation order of
-            // the hard conflicts needs fewer colors than the pass took (`saturation.rs`). Not
-            // after the parked rows' P blocks were kept apart (their soft conflicts opened
-            // colors there), nor when the capped palette made blocks take hard conflicts.
-            let again_by_classes = colors >= 3
-                && hard_taken == 0
-                && !apart_kept
-                && self.last_hit_rate < saturation::SETTLED_HIT_RATE;
+            // Colored again class by class, when the blocks were kept above and a saturation
+            // order of the hard conflicts needs fewer colors than the pass took
+            // (`saturation.rs`). Not after the parked rows' P blocks were kept apart (their soft
+            // conflicts opened colors there), nor when the capped palette made blocks take hard
+            // conflicts.
+            let again_by_classes = colors >= 3 && hard_taken == 0 && !apart_kept;
             if let Some(blocks) = blocks.filter(|_| again_by_classes) {
                 let by = (&t_ptr[..], &t_idx[..]);
                 if let Some((order, ends)) =
@@ -1366,7 +1366,7 @@ fn nonzero(flags: &[u8]) -> impl Iterator<Item = usize> + Clone + '_ {
 ///
 /// # Errors
 /// [`ErrorKind::OutOfMemory`] when the pointers or the rows do not fit.
-fn transpose(
+pub(super) fn transpose(
     lists: &[(u32, u32, u32)],
     k_idx: &[u32],
     nblocks: usize,

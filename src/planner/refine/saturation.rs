@@ -218,7 +218,8 @@ impl Levels {
 mod tests {
     use super::*;
 
-    /// Lists from rows of (block, is P) entries, with the end entry; and their transpose.
+    /// Lists from rows of (block, is P) entries, with the end entry (transposed by the level's
+    /// own `transpose`).
     fn listed(rows: &[&[(u32, bool)]], nblocks: usize) -> (Vec<(u32, u32, u32)>, Vec<u32>) {
         let mut lists = Vec::new();
         let mut k_idx = Vec::new();
@@ -229,26 +230,6 @@ mod tests {
         lists.push((k_idx.len() as u32, k_idx.len() as u32, 0));
         assert!(k_idx.iter().all(|&b| ((b & !P_FLAG) as usize) < nblocks));
         (lists, k_idx)
-    }
-
-    fn transposed(
-        lists: &[(u32, u32, u32)],
-        k_idx: &[u32],
-        nblocks: usize,
-    ) -> (Vec<u32>, Vec<u32>) {
-        let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); nblocks];
-        for r in 0..lists.len() - 1 {
-            for &b in &k_idx[lists[r].0 as usize..lists[r + 1].0 as usize] {
-                rows_of[(b & !P_FLAG) as usize].push(r as u32 | (b & P_FLAG));
-            }
-        }
-        let mut t_ptr = vec![0u32];
-        let mut t_idx = Vec::new();
-        for r in rows_of {
-            t_idx.extend(r);
-            t_ptr.push(t_idx.len() as u32);
-        }
-        (t_ptr, t_idx)
     }
 
     /// Random rows of P and Q blocks: the classes hold every probed block once, no row has a P
@@ -270,7 +251,7 @@ mod tests {
                 .collect();
             let refs: Vec<&[(u32, bool)]> = rows.iter().map(|r| &r[..]).collect();
             let (lists, k_idx) = listed(&refs, nblocks);
-            let (t_ptr, t_idx) = transposed(&lists, &k_idx, nblocks);
+            let (t_ptr, t_idx) = super::super::level::transpose(&lists, &k_idx, nblocks).unwrap();
             let mut probed = vec![0u8; nblocks];
             for &b in &k_idx {
                 // Some Q-only blocks stay unprobed, as blocks holding only known dependencies do.
