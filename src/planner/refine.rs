@@ -283,6 +283,7 @@ mod sample;
 mod saturation;
 mod split;
 mod wide;
+mod window;
 
 const NONE: u32 = u32::MAX;
 
@@ -346,6 +347,8 @@ enum Mode {
     OneHot,
     /// Rows recognised dense for their cost alone, one probe each a step (`peel.rs`).
     Peel,
+    /// The last level in windows (`window.rs`).
+    Window,
     /// Everything resolved.
     Done,
 }
@@ -430,6 +433,10 @@ pub struct Refine {
     wide: wide::Wide,
     /// The rows peeled when refining ends (`peel.rs`).
     peel: peel::Peel,
+    /// The last level in windows, while its step runs (`window.rs`).
+    window: Option<Box<window::Window>>,
+    /// Whether the last level may run in windows (the tests turn it off to compare).
+    by_window: bool,
 }
 
 impl Refine {
@@ -498,6 +505,8 @@ impl Refine {
             cap_growth: 0,
             wide: wide::Wide::default(),
             peel: peel::Peel::default(),
+            window: None,
+            by_window: true,
         })
     }
 
@@ -766,6 +775,12 @@ impl Planner for Refine {
                 return Ok(Vec::new());
             }
             Mode::Peel => return self.peel_step(),
+            Mode::Window => {
+                // Its step told: the candidates left back in the lists' arrays, the step's
+                // dependencies merged as after the lists' last level.
+                self.end_window()?;
+                self.advance()?;
+            }
         }
         loop {
             if self.cand_idx.is_empty() && self.parked.count == 0 {
@@ -790,6 +805,16 @@ impl Planner for Refine {
         self.wide.tell(k, &self.baseline, y);
         if self.mode == Mode::Peel {
             return self.tell_peel(k, probe, y, perturbed);
+        }
+        if let Some(window) = self.window.as_mut() {
+            return window.tell(
+                k,
+                &probe.reader(),
+                (&self.baseline, y, perturbed),
+                (&self.dep_ptr, &self.dep_idx),
+                self.halves_from,
+                (&mut self.new_deps, &mut self.pert_deps),
+            );
         }
         if self.mode == Mode::OneHot {
             let (new_deps, pert_deps) = (&mut self.new_deps, &mut self.pert_deps);
@@ -880,6 +905,7 @@ impl Planner for Refine {
         };
         match self.mode {
             Mode::Peel => self.peel_claims(k, y),
+            Mode::Window => (self.window.as_ref()).is_some_and(|w| w.claims(k, &self.baseline, y)),
             Mode::OneHot => {
                 // A row claims column j zero if j is still unknown for it: in one of its
                 // candidate blocks, or among a dense row's unknown columns.
@@ -923,6 +949,7 @@ impl Planner for Refine {
         if self.mode == Mode::Peel {
             self.end_peel()?;
         }
+        self.end_window()?;
         self.unpark_all()?;
         self.absorb()?;
         self.merge_deps()?;
@@ -1228,7 +1255,10 @@ mod tests {
             let (m, n) = (truth.rows(), truth.cols());
             let mut f = Synthetic::new(&truth, winner, 5);
             let mut leaf = Vec::new();
-            drive(&mut f, m, n, |p, probes| {
+            // The lists' last level (a band's would run in windows: `window.rs`).
+            let lists_alone = |p: &mut Refine| p.by_window = false;
+            drive_with(&mut f, m, n, lists_alone, |p, probes| {
+                let probes = probes.len();
                 if p.shift == 0 && probes > 0 && p.mode == Mode::Refining {
                     // The longest list: a row's candidates (columns here) and dependencies.
                     let longest = (0..m)

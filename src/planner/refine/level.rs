@@ -64,6 +64,13 @@ impl Refine {
         let own_palette = self.wide.palette();
         self.wide.end_step();
         self.parked.colors = Vec::new();
+        // A banded pattern's last level as masks, when the lists would do no better
+        // (`window.rs`).
+        if leaf {
+            if let Some(probes) = self.try_window()? {
+                return Ok(Some(probes));
+            }
+        }
         // One pass over the rows: which candidates are probeable (hold no known dependency),
         // and each row's blocks K_i, flagged P (a probeable candidate) or Q (holds a known
         // dependency), as CSR over the rows with a probeable candidate. An entry is the block

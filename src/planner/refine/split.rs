@@ -171,7 +171,7 @@ impl Refine {
                     self.cand_probe.clear();
                 }
             }
-            Mode::Start | Mode::Peel | Mode::Done => {}
+            Mode::Start | Mode::Peel | Mode::Window | Mode::Done => {}
         }
         Ok(())
     }

@@ -1,0 +1,717 @@
+//! The last level in windows: each row's candidates and known dependencies as two bit masks
+//! over the columns near the row's own index, colored by a period.
+//!
+//! # Why
+//!
+//! On a banded pattern the last level was the trace's dearest step. Every row is stored again
+//! (`split.rs`), listed with its candidates and its dependencies, the lists colored by the
+//! grid's formula (`coloring/lattice.rs`), each changed row's candidate words looked up in
+//! each tell, and at the level's end the outcomes absorbed, the new dependencies sorted and
+//! merged and the candidates retained in further passes over the arrays: on the tridiagonal
+//! at n = 10^6 about a fifth of the library's time for 4 of its 50 evaluations. Yet each of
+//! those rows holds a handful of columns within a few places of its own index.
+//!
+//! # The masks
+//!
+//! Row `i`'s *window* is the 64 columns `i - HALF .. i + HALF`; bit `t` of its masks stands
+//! for column `i + t - HALF`. `cand` holds its candidates (at the last level every candidate
+//! is one column holding no known dependency: probeable), `deps` its known dependencies. A row
+//! whose candidates and dependencies all lie in its window is *held*; a row without candidates
+//! need not be (its dependencies stay in the planner's arrays, looked up when a tag comes
+//! back: an arrowhead's dense row that knows all its columns). A row with a candidate outside
+//! its window leaves the level to the lists (`level.rs`).
+//!
+//! # The coloring
+//!
+//! Column `j` takes color `j mod p`. At the last level every conflict is hard but between two
+//! dependencies: a row's candidates must lie apart from each other and from its dependencies.
+//! Whether `p` keeps them apart depends only on the columns' offsets from the row, not on the
+//! row (two offsets alike modulo `p` are alike whatever the row), so it is decided once per
+//! distinct pair of masks, and a band has a handful of those, the last few remembered. The
+//! smallest period that keeps every held row's columns apart (at most 64) is taken, and the
+//! probes are its classes that hold a candidate of some row. For a band this is the formula
+//! `coloring/lattice.rs` finds, but with two dependencies of one row allowed to share a probe.
+//!
+//! It is taken within one color of the largest clique a row makes (its candidates and one
+//! dependency): the bound within which the lists take the grid's formula without trying their
+//! greedy passes. Past it the passes may need fewer, and the lists color the level. Nor is it
+//! taken when a row came in quiet (the passes may let its candidates share probes), nor where
+//! the lists' tests would send the level to one probe per column (a dense row, more colors
+//! than unknown columns, the cap). The fingerprint suite (1168 traces) is identical with and
+//! without windows, evaluation for evaluation and entry for entry; 130 of its traces end in
+//! windows (tridiagonals, diagonal blocks).
+//!
+//! # What a probe proves
+//!
+//! As at the lists' last level (`refine.rs`, "What a probe proves"): a held row's probe holds
+//! at most one of its candidates and none of its known dependencies. Its output unchanged bit
+//! for bit proves the candidate zero; changed in any way (a tag, an unknown NaN, a different
+//! number, or a change only verification saw, then of kind perturbation) proves it a
+//! dependency. A tag names a dependency of any row. A tell reads only the changed rows: every
+//! candidate a told probe holds is resolved either way, so the unchanged rows' are dropped at
+//! the step's end, in the pass that writes back the candidates left (those of probes never
+//! told) as the lists' candidates. A held row's dependencies are its mask's, and the arrays
+//! are made from the masks then; a tag for a row not held, or outside a held row's window (a
+//! black box whose answers move), goes into the planner's list of new dependencies, merged
+//! as after the lists' last level.
+
+use super::{Mode, Refine, UNTESTED};
+use crate::error::{filled, push, reserve, reserve_exact, Result};
+use crate::halves::both;
+use crate::probe::{Hit, Probe, Reader};
+
+/// A row's window reaches this many columns below the row, and one fewer above (bit `HALF` is
+/// the row's own index): one 64-bit word.
+const HALF: usize = 32;
+
+/// A row's window: bit `t` for column `i + t - HALF`.
+type Mask = u64;
+
+/// `(row, column)` pairs: dependencies found.
+type Pairs = Vec<(u32, u32)>;
+
+/// The longest period tried: the residues of a row's columns fit one 64-bit word.
+const MAX_PERIOD: usize = 64;
+
+/// Distinct pairs of masks whose periods are remembered while the rows are read.
+const REMEMBERED: usize = 8;
+
+/// The last level of a banded pattern as masks (module docs).
+pub(super) struct Window {
+    /// The period of the coloring: column `j` is in the probe of class `j mod period`.
+    period: usize,
+    /// For probe `k` and a row `i` with `i mod period == r`: the bits of the row's window that
+    /// the probe holds, at `k * period + r`.
+    masks: Vec<Mask>,
+    /// Per row: its candidates not yet resolved (a told probe's unchanged rows keep theirs
+    /// there until the step ends: every candidate of a told probe is resolved, and only the
+    /// changed rows are read), and its known dependencies ([`NOT_HELD`] for a row not held).
+    cand: Vec<Mask>,
+    deps: Vec<Mask>,
+}
+
+/// What the coloring needs of the rows' masks ([`Refine::try_window`]): the periods that keep
+/// every row's columns apart (bit `p - 1` for period `p`), the largest clique a row makes (its
+/// candidates and one dependency) and the most dependencies of a row with a candidate.
+struct Shape {
+    valid: u64,
+    max_clique: usize,
+    max_q: usize,
+}
+
+/// [`Window::deps`] of a row whose masks do not hold its dependencies: its known ones are in
+/// the planner's arrays. (A held row with all 128 columns of its window as dependencies reads
+/// as not held: its arrays are looked up then, and a tag there is merged as any.)
+const NOT_HELD: Mask = Mask::MAX;
+
+/// The bit of column `j` in row `i`'s window, if it lies there.
+#[inline]
+fn offset(i: usize, j: u32) -> Option<u32> {
+    let t = (j as usize + HALF).checked_sub(i)?;
+    (t < 2 * HALF).then_some(t as u32)
+}
+
+/// The set bits of `mask`, lowest first.
+fn bits(mut mask: Mask) -> impl Iterator<Item = u32> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let t = mask.trailing_zeros();
+            mask &= mask - 1;
+            t
+        })
+    })
+}
+
+/// The periods (bit `p - 1` for period `p`, 1 to [`MAX_PERIOD`]) at which the offsets of
+/// `cand` are distinct and apart from those of `deps`.
+fn periods(cand: Mask, deps: Mask) -> u64 {
+    let mut valid = 0u64;
+    for p in 1..=MAX_PERIOD as u32 {
+        let mut of_cand = 0u64;
+        let apart = bits(cand).all(|t| {
+            let b = 1u64 << (t % p);
+            let fresh = of_cand & b == 0;
+            of_cand |= b;
+            fresh
+        });
+        if !apart {
+            continue;
+        }
+        let of_deps = bits(deps).fold(0u64, |acc, t| acc | 1u64 << (t % p));
+        if of_cand & of_deps == 0 {
+            valid |= 1 << (p - 1);
+        }
+    }
+    valid
+}
+
+/// Sets in `words` (one bit per column) the columns of row `i`'s window set in `mask`.
+fn set_columns(words: &mut [u64], i: usize, mask: Mask) {
+    // Bit t is column i + t - HALF; columns below 0 hold no bit.
+    let (mask, start) = match i.checked_sub(HALF) {
+        Some(start) => (mask, start),
+        None => (mask >> (HALF - i), 0),
+    };
+    let (w, s) = (start / 64, start % 64);
+    words[w] |= mask << s;
+    if s > 0 && mask >> (64 - s) != 0 {
+        words[w + 1] |= mask >> (64 - s);
+    }
+}
+
+/// What one pass of a tell reads and writes: its rows' masks (from row `lo`), the probe's
+/// masks by row residue, the planner's known dependencies, and the lists it adds to.
+struct Told<'a> {
+    lo: usize,
+    cand: &'a mut [Mask],
+    deps: &'a mut [Mask],
+    masks: &'a [Mask],
+    known: (&'a [usize], &'a [u32]),
+    new_deps: &'a mut Pairs,
+    pert_deps: &'a mut Pairs,
+    room: bool,
+}
+
+impl Told<'_> {
+    /// Changed row `i` (`r`: `i mod period`) showed `hit`.
+    #[inline]
+    fn take(&mut self, i: usize, r: usize, hit: Hit) {
+        let (cand, deps) = (&mut self.cand[i - self.lo], &mut self.deps[i - self.lo]);
+        // The probe's candidate of the row, alone there among its columns: a dependency.
+        // (A held row's dependencies are its mask's: the arrays are made from it at the end.)
+        let tested = *cand & self.masks[r];
+        if tested != 0 {
+            debug_assert_eq!(tested.count_ones(), 1);
+            *cand &= !tested;
+            *deps |= tested;
+            if hit == Hit::Perturbed {
+                let j = (i + tested.trailing_zeros() as usize - HALF) as u32;
+                self.room &= push(self.pert_deps, (i as u32, j), "dependencies").is_ok();
+            }
+        }
+        // A tag names a dependency, known or not.
+        let Hit::Dep(j) = hit else {
+            return;
+        };
+        let known = match (*deps != NOT_HELD, offset(i, j)) {
+            (true, Some(t)) => {
+                let bit = (1 as Mask) << t;
+                *deps |= bit;
+                *cand &= !bit;
+                true
+            }
+            // Outside a held row's window (a black box whose answers move), or a row not
+            // held: its arrays; a pair that comes twice is merged once.
+            _ => {
+                let (ptr, idx) = self.known;
+                idx[ptr[i]..ptr[i + 1]].binary_search(&j).is_ok()
+            }
+        };
+        if !known {
+            self.room &= push(self.new_deps, (i as u32, j), "dependencies").is_ok();
+        }
+    }
+
+    /// The changed rows of `rows` (`perturbed` among them, unchanged in `y`), each taken;
+    /// returns how many tags came back through single precision.
+    fn rows(
+        &mut self,
+        rows: std::ops::Range<usize>,
+        reader: &Reader,
+        (baseline, y, perturbed): (&[f64], &[f64], &[u32]),
+    ) -> usize {
+        let period = self.masks.len();
+        for &i in perturbed {
+            let i = i as usize;
+            self.take(i, i % period, Hit::Perturbed);
+        }
+        let mut via_float = 0;
+        let mut r = rows.start % period;
+        for (i, (&b, &v)) in (baseline[rows.clone()].iter().zip(&y[rows.clone()]))
+            .enumerate()
+            .map(|(k, pair)| (rows.start + k, pair))
+        {
+            let here = r;
+            r = if r + 1 == period { 0 } else { r + 1 };
+            if b.is_finite() && b.to_bits() != v.to_bits() {
+                let (hit, float) = reader.hit_of(v);
+                via_float += usize::from(float);
+                self.take(i, here, hit);
+            }
+        }
+        via_float
+    }
+}
+
+impl Window {
+    /// Whether probe `k`'s outputs `y` prove a zero: some row unchanged where the probe holds
+    /// one of its candidates ([`crate::planner::Planner::claims`]).
+    pub fn claims(&self, k: usize, baseline: &[f64], y: &[f64]) -> bool {
+        let masks = &self.masks[k * self.period..(k + 1) * self.period];
+        let mut r = 0;
+        (0..self.cand.len()).any(|i| {
+            let here = r;
+            r = if r + 1 == self.period { 0 } else { r + 1 };
+            let b = baseline[i];
+            b.is_finite() && b.to_bits() == y[i].to_bits() && self.cand[i] & masks[here] != 0
+        })
+    }
+
+    /// The outputs `y` of probe `k` (module docs, "What a probe proves"): the changed rows'
+    /// candidates there proven dependencies, and the tags' columns, go into `new_deps` (and
+    /// into `pert_deps` when only verification saw the change); the unchanged rows' are dropped
+    /// when the step ends. `known` are the planner's known dependencies, for the rows not held.
+    /// The rows in two halves at once from `halves_from` rows (`halves.rs`). Returns how many
+    /// tags came back through single precision. Errors: out of memory (a list could not grow).
+    pub fn tell(
+        &mut self,
+        k: usize,
+        reader: &Reader,
+        outputs: (&[f64], &[f64], &[u32]),
+        known: (&[usize], &[u32]),
+        halves_from: usize,
+        (new_deps, pert_deps): (&mut Pairs, &mut Pairs),
+    ) -> Result<usize> {
+        let (baseline, y, perturbed) = outputs;
+        let rows = self.cand.len().min(y.len());
+        let cut = match rows >= halves_from {
+            true => rows / 2,
+            false => rows,
+        };
+        let split = perturbed.partition_point(|&i| (i as usize) < cut);
+        let masks = &self.masks[k * self.period..(k + 1) * self.period];
+        let (cand_here, cand_there) = self.cand.split_at_mut(cut);
+        let (deps_here, deps_there) = self.deps.split_at_mut(cut);
+        let (first, second) = both(
+            cut < rows,
+            || {
+                let mut told = Told {
+                    lo: 0,
+                    cand: cand_here,
+                    deps: deps_here,
+                    masks,
+                    known,
+                    new_deps: &mut *new_deps,
+                    pert_deps: &mut *pert_deps,
+                    room: true,
+                };
+                let via_float = told.rows(0..cut, reader, (baseline, y, &perturbed[..split]));
+                (via_float, told.room)
+            },
+            || {
+                let (mut more, mut more_pert) = (Vec::new(), Vec::new());
+                let mut told = Told {
+                    lo: cut,
+                    cand: cand_there,
+                    deps: deps_there,
+                    masks,
+                    known,
+                    new_deps: &mut more,
+                    pert_deps: &mut more_pert,
+                    room: true,
+                };
+                let via_float = told.rows(cut..rows, reader, (baseline, y, &perturbed[split..]));
+                let room = told.room;
+                (via_float, room, more, more_pert)
+            },
+        );
+        let ((via_first, room_first), (via_second, room_second, more, more_pert)) = (first, second);
+        let mut room = room_first && room_second;
+        // The second half's pairs after the first's (the merge sorts them).
+        for (to, from) in [(new_deps, more), (pert_deps, more_pert)] {
+            room &= reserve(to, from.len(), "dependencies").is_ok();
+            if room {
+                to.extend_from_slice(&from);
+            }
+        }
+        if !room {
+            return Err(crate::Error::out_of_memory("dependencies", 0));
+        }
+        Ok(via_first + via_second)
+    }
+
+    /// The candidates no told probe resolved (`told`: which probes were), as the lists'
+    /// candidates at the last level: `cand_ptr` (m + 1) written, the columns returned. Errors:
+    /// out of memory.
+    fn candidates_left(&self, told: &[bool], cand_ptr: &mut [usize]) -> Result<Vec<u32>> {
+        let period = self.period;
+        // Per row residue: the bits of a window that the told probes held.
+        let mut resolved = vec![0 as Mask; period];
+        for (k, _) in told.iter().enumerate().filter(|(_, &t)| t) {
+            for (r, bits) in resolved.iter_mut().enumerate() {
+                *bits |= self.masks[k * period + r];
+            }
+        }
+        let left_of = |i: usize, c: Mask| c & !resolved[i % period];
+        let left: usize = (self.cand.iter().enumerate())
+            .filter(|(_, &c)| c != 0)
+            .map(|(i, &c)| left_of(i, c).count_ones() as usize)
+            .sum();
+        if left == 0 {
+            // Every probe told (the usual end).
+            cand_ptr.fill(0);
+            return Ok(Vec::new());
+        }
+        let mut idx = Vec::new();
+        reserve(&mut idx, left, "candidate blocks")?;
+        for (i, &c) in self.cand.iter().enumerate() {
+            cand_ptr[i] = idx.len();
+            if c != 0 {
+                idx.extend(bits(left_of(i, c)).map(|t| (i + t as usize - HALF) as u32));
+            }
+        }
+        cand_ptr[self.cand.len()] = idx.len();
+        Ok(idx)
+    }
+
+    /// The known dependencies as CSR: a held row's from its mask, the others' from `known`,
+    /// the planner's arrays (the step's new ones for those are merged after). Errors: out of
+    /// memory.
+    fn dependencies(&self, (ptr, idx): (&[usize], &[u32])) -> Result<(Vec<usize>, Vec<u32>)> {
+        let m = self.deps.len();
+        let count = |i: usize| match self.deps[i] {
+            NOT_HELD => ptr[i + 1] - ptr[i],
+            d => d.count_ones() as usize,
+        };
+        let total = (0..m).map(count).sum();
+        let mut dep_ptr = Vec::new();
+        reserve_exact(&mut dep_ptr, m + 1, "dependency pointers")?;
+        let mut dep_idx = Vec::new();
+        reserve_exact(&mut dep_idx, total, "dependencies")?;
+        dep_ptr.push(0);
+        for (i, &d) in self.deps.iter().enumerate() {
+            match d {
+                NOT_HELD => dep_idx.extend_from_slice(&idx[ptr[i]..ptr[i + 1]]),
+                d => dep_idx.extend(bits(d).map(|t| (i + t as usize - HALF) as u32)),
+            }
+            dep_ptr.push(dep_idx.len());
+        }
+        Ok((dep_ptr, dep_idx))
+    }
+}
+
+impl Refine {
+    /// The last level in windows (module docs), when every row with a candidate is held and
+    /// the lists could not color it with fewer probes: its probes, the planner in
+    /// [`Mode::Window`]. `None` (nothing changed) otherwise. Errors: out of memory.
+    pub(super) fn try_window(&mut self) -> Result<Option<Vec<Probe>>> {
+        let (m, n) = (self.m, self.n);
+        // On a few hundred columns the lists cost nothing worth saving; a quiet row's
+        // candidates may share a probe in the lists' passes.
+        if !self.by_window || self.shift != 0 || n <= 4 * HALF || self.quiet.any() {
+            return Ok(None);
+        }
+        let cand = filled(0 as Mask, m, "windows");
+        let (mut cand, mut deps) = (cand?, filled(NOT_HELD, m, "windows")?);
+        let words = n.div_ceil(64) + 2;
+        let mut columns = filled(0u64, words, "candidate columns")?;
+        // The rows in two halves at once (`halves.rs`), each with its own columns' bits.
+        let cut = match m + self.cand_idx.len() >= self.halves_from {
+            true => m / 2,
+            false => m,
+        };
+        let mut columns_there = match cut < m {
+            true => filled(0u64, words, "candidate columns")?,
+            false => Vec::new(),
+        };
+        let (cand_here, cand_there) = cand.split_at_mut(cut);
+        let (deps_here, deps_there) = deps.split_at_mut(cut);
+        let this = &*self;
+        let (here, there) = both(
+            cut < m,
+            || this.window_rows(0..cut, (cand_here, deps_here), &mut columns),
+            || this.window_rows(cut..m, (cand_there, deps_there), &mut columns_there),
+        );
+        let (Some(here), Some(there)) = (here, there) else {
+            return Ok(None);
+        };
+        for (word, &other) in columns.iter_mut().zip(&columns_there) {
+            *word |= other;
+        }
+        drop(columns_there);
+        let (valid, max_clique, max_q) = (
+            here.valid & there.valid,
+            here.max_clique.max(there.max_clique),
+            here.max_q.max(there.max_q),
+        );
+        if valid == 0 {
+            return Ok(None);
+        }
+        let period = valid.trailing_zeros() as usize + 1;
+        // The classes holding a candidate, each a probe.
+        let is_set = |j: usize| columns[j / 64] >> (j % 64) & 1 != 0;
+        let mut probes_cols: Vec<(usize, Vec<u32>)> = Vec::new();
+        for class in 0..period.min(n) {
+            let mut cols = Vec::new();
+            reserve(&mut cols, (n - class).div_ceil(period), "probe columns")?;
+            cols.extend(
+                (class..n)
+                    .step_by(period)
+                    .filter(|&j| is_set(j))
+                    .map(|j| j as u32),
+            );
+            cols.shrink_to_fit();
+            if !cols.is_empty() {
+                push(&mut probes_cols, (class, cols), "probes")?;
+            }
+        }
+        let colors = probes_cols.len();
+        let unknown_cols: usize = columns.iter().map(|w| w.count_ones() as usize).sum();
+        let left = self.cap.saturating_sub(self.asked);
+        // The lists' tests (`level.rs`): a dense row, or more probes than one per column or
+        // than the cap leaves, sends the level to one probe per column; past one color more
+        // than the largest clique the lists' passes may need fewer.
+        let dense =
+            unknown_cols >= super::MIN_BLOCKS_FOR_DENSE_TEST && 4 * max_q >= 3 * unknown_cols;
+        if colors == 0
+            || colors > max_clique + 1
+            || dense
+            || colors >= unknown_cols
+            || colors > left
+            || colors >= UNTESTED as usize
+        {
+            return Ok(None);
+        }
+        // Probe k's bits of the window of a row r modulo the period: column i + t - HALF is in
+        // class (r + t + (period - HALF mod period)) mod period.
+        let shift = (period - HALF % period) % period;
+        let mut masks = filled(0 as Mask, colors * period, "windows")?;
+        for (k, &(class, _)) in probes_cols.iter().enumerate() {
+            for r in 0..period {
+                masks[k * period + r] = (0..2 * HALF)
+                    .filter(|&t| (r + t + shift) % period == class)
+                    .fold(0 as Mask, |acc, t| acc | (1 as Mask) << t);
+            }
+        }
+        self.window = Some(Box::new(Window {
+            period,
+            masks,
+            cand,
+            deps,
+        }));
+        self.mode = Mode::Window;
+        self.asked += colors;
+        self.told = filled(false, colors, "probes told")?;
+        // The lists' arrays are not needed until the level ends.
+        self.cand_idx = Vec::new();
+        self.cand_probe = Vec::new();
+        self.spare = Vec::new();
+        Ok(Some(crate::error::collect(
+            probes_cols.into_iter().map(|(_, cols)| Probe::new(cols, n)),
+            "probes",
+        )?))
+    }
+
+    /// The masks of `rows` (their `cand` and `deps`, from the first row of `rows` on), their
+    /// candidates' columns set in `columns`, and what the coloring needs of them; `None` when
+    /// a row with a candidate is not held or no period keeps some row's columns apart.
+    fn window_rows(
+        &self,
+        rows: std::ops::Range<usize>,
+        (cand, deps): (&mut [Mask], &mut [Mask]),
+        columns: &mut [u64],
+    ) -> Option<Shape> {
+        let lo = rows.start;
+        let mut shape = Shape {
+            valid: u64::MAX,
+            max_clique: 0,
+            max_q: 0,
+        };
+        // The pairs of masks met last, with their periods; the last one met first.
+        let mut remembered = [(0 as Mask, 0 as Mask, 0u64); REMEMBERED];
+        let (mut next, mut last) = (0, 0);
+        for i in rows {
+            let in_window = |cols: &[u32]| {
+                let mut mask: Mask = 0;
+                for &j in cols {
+                    mask |= (1 as Mask) << offset(i, j)?;
+                }
+                Some(mask)
+            };
+            let row_cands = &self.cand_idx[self.cand_ptr[i]..self.cand_ptr[i + 1]];
+            let (c, d) = match (in_window(row_cands), in_window(self.deps(i))) {
+                (Some(c), Some(d)) => (c & !d, d),
+                // No candidate: it needs no window.
+                (Some(0), None) => continue,
+                _ => return None,
+            };
+            (cand[i - lo], deps[i - lo]) = (c, d);
+            if c == 0 {
+                continue;
+            }
+            set_columns(columns, i, c);
+            let (p, q) = (c.count_ones() as usize, d.count_ones() as usize);
+            shape.max_clique = shape.max_clique.max(p + q.min(1));
+            shape.max_q = shape.max_q.max(q);
+            let at = match remembered[last] {
+                (a, b, _) if (a, b) == (c, d) => Some(last),
+                _ => remembered.iter().position(|&(a, b, _)| (a, b) == (c, d)),
+            };
+            shape.valid &= match at {
+                Some(at) => {
+                    last = at;
+                    remembered[at].2
+                }
+                None => {
+                    let periods = periods(c, d);
+                    remembered[next] = (c, d, periods);
+                    last = next;
+                    next = (next + 1) % REMEMBERED;
+                    periods
+                }
+            };
+            if shape.valid == 0 {
+                return None;
+            }
+        }
+        Some(shape)
+    }
+
+    /// Ends the last level in windows: the candidates left written back as the lists', the
+    /// planner refining again (its next `advance` merges the step's dependencies). Errors: out
+    /// of memory.
+    pub(super) fn end_window(&mut self) -> Result<()> {
+        let Some(window) = self.window.take() else {
+            return Ok(());
+        };
+        self.cand_idx = window.candidates_left(&self.told, &mut self.cand_ptr)?;
+        (self.dep_ptr, self.dep_idx) = window.dependencies((&self.dep_ptr, &self.dep_idx))?;
+        self.cand_probe = filled(UNTESTED, self.cand_idx.len(), "candidate probes")?;
+        self.mode = Mode::Refining;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pattern::{EntryKind, Pattern, PatternBuilder};
+    use crate::planner::Planner;
+    use crate::testing::{banded, block_diagonal, random_sparse, stencil_2d, Synthetic, Winner};
+    use crate::BlackBox;
+
+    /// Traces `truth` under `winner` with the last level in windows allowed or not: the
+    /// pattern with its kinds, the evaluations, and how many steps ran in windows. At the last
+    /// level every 31st row absorbs the NaNs of its dependencies, and verification reports it
+    /// perturbed where a probe holds one.
+    fn trace(truth: &Pattern, winner: Winner, by_window: bool) -> (Pattern, usize, usize) {
+        let (m, n) = (truth.rows(), truth.cols());
+        let mut f = Synthetic::new(truth, winner, 5);
+        let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 1e-3).collect();
+        let mut baseline = vec![0.0; m];
+        f.eval(&x0, &mut baseline).unwrap();
+        let cap = Refine::allowance(n);
+        let mut planner = Refine::new(n, baseline.clone(), cap, EntryKind::Assumed).unwrap();
+        planner.by_window = by_window;
+        let (mut x, mut y) = (x0.clone(), vec![0.0; m]);
+        let (mut evaluations, mut windows) = (0, 0);
+        loop {
+            let probes = planner.ask().unwrap();
+            if probes.is_empty() {
+                break;
+            }
+            windows += usize::from(planner.mode == Mode::Window);
+            for (k, probe) in probes.iter().enumerate() {
+                probe.write_tags(&mut x);
+                f.eval(&x, &mut y).unwrap();
+                probe.restore(&x0, &mut x);
+                let mut perturbed = Vec::new();
+                let holds = |j: &u32| probe.cols().binary_search(j).is_ok();
+                for i in (3..m).step_by(31) {
+                    if planner.shift == 0 && truth.row(i).iter().any(holds) {
+                        y[i] = baseline[i];
+                        perturbed.push(i as u32);
+                    }
+                }
+                planner.tell(k, probe, &y, &perturbed).unwrap();
+                evaluations += 1;
+            }
+        }
+        let builder = PatternBuilder::new(m, n, bitvec::bitvec![0; m]).unwrap();
+        (
+            Box::new(planner).finish(builder).unwrap(),
+            evaluations,
+            windows,
+        )
+    }
+
+    /// The last level in windows finds what the lists' last level finds, entry by entry and
+    /// kind by kind (dependencies seen only by verification included), with no more
+    /// evaluations; and it runs on the banded patterns whose rows come into it restless (the
+    /// tridiagonal and diagonal blocks under a winner that favours a side: under the random
+    /// winner their rows know their dependencies early and come in quiet, a band of 11 needs
+    /// more colors by period than its largest clique and one), and not on patterns with no
+    /// band (a 2-D stencil, whose rows reach a grid line away; random rows).
+    #[test]
+    fn windows_trace_what_the_lists_trace() {
+        let sides = [false, true, true];
+        let cases = [
+            (banded(3001, 1), sides),
+            (banded(2000, 5), [false; 3]),
+            (block_diagonal(1500, 10), sides),
+            (stencil_2d(45), [false; 3]),
+            (random_sparse(2000, 2000, 5, 9), [false; 3]),
+        ];
+        for (truth, in_windows) in &cases {
+            let winners = [Winner::Random, Winner::Smallest, Winner::Largest];
+            for (winner, in_windows) in winners.into_iter().zip(in_windows) {
+                let (lists, lists_evaluations, none) = trace(truth, winner, false);
+                let (windows, evaluations, steps) = trace(truth, winner, true);
+                let what = format!("{} x {} {winner:?}", truth.rows(), truth.cols());
+                assert_eq!(none, 0);
+                assert_eq!(steps > 0, *in_windows, "{what}: {steps} steps in windows");
+                assert_eq!(
+                    (windows.row_ptr(), windows.col_idx()),
+                    (lists.row_ptr(), lists.col_idx()),
+                    "{what}"
+                );
+                assert_eq!(windows.kinds(), lists.kinds(), "{what}");
+                // The absorbing rows' dependencies left to the last level, seen there.
+                let seen = |kind| windows.kinds().iter().filter(|&&k| k == kind).count();
+                assert!(!in_windows || seen(EntryKind::Perturbation) > 0, "{what}");
+                assert!(evaluations <= lists_evaluations, "{what}: {evaluations}");
+                // Every dependency found (the absorbing rows' by verification).
+                for i in 0..truth.rows() {
+                    let row = windows.row(i);
+                    let missed = truth.row(i).iter().find(|j| row.binary_search(j).is_err());
+                    assert_eq!(missed, None, "{what}: row {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn offsets_and_periods() {
+        assert_eq!(offset(100, 100), Some(32));
+        assert_eq!(offset(100, 68), Some(0));
+        assert_eq!(offset(100, 67), None);
+        assert_eq!(offset(100, 131), Some(63));
+        assert_eq!(offset(100, 132), None);
+        assert_eq!(offset(3, 0), Some(29));
+        // A tridiagonal row's candidate two past it, its dependencies beside it: period 4
+        // keeps them apart, 3 does not (+2 and -1 alike), nor do 1 and 2.
+        let (c, d) = (1 << 34, 0b111 << 31);
+        let valid = periods(c, d);
+        assert_eq!(valid.trailing_zeros() + 1, 4);
+        assert_eq!(valid & 0b111, 0);
+        // Two candidates alike modulo 2 and 4.
+        let valid = periods(1 << 10 | 1 << 14, 0);
+        assert_eq!(valid & (1 << 1 | 1 << 3), 0);
+        assert_ne!(valid & 1 << 2, 0);
+    }
+
+    #[test]
+    fn a_windows_columns_land_on_their_bits() {
+        let set = |i: usize, mask: Mask| {
+            let mut words = vec![0u64; 6];
+            set_columns(&mut words, i, mask);
+            (0..384)
+                .filter(|&j| words[j / 64] >> (j % 64) & 1 != 0)
+                .collect::<Vec<usize>>()
+        };
+        assert_eq!(set(100, 1 << 32 | 1 << 63 | 1), vec![68, 100, 131]);
+        assert_eq!(set(3, 1 << 29 | 1 << 38), vec![0, 9]);
+        assert_eq!(set(32, 1 | 1 << 63), vec![0, 63]);
+        assert_eq!(set(40, 1 << 20 | 1 << 63), vec![28, 71]);
+    }
+}
