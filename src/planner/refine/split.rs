@@ -317,7 +317,7 @@ impl Refine {
     }
 
     /// Lets go of the last merge's pairs, keeping the larger allocation for the next step's.
-    fn release_merged(&mut self) {
+    pub(super) fn release_merged(&mut self) {
         let mut merged = std::mem::take(&mut self.merged);
         merged.clear();
         if merged.capacity() > self.new_deps.capacity() && self.new_deps.is_empty() {
@@ -468,6 +468,10 @@ impl Refine {
             hits: &hits,
             blocks: (self.n as u64).div_ceil(1u64 << s) as usize,
         };
+        // Into the last level in windows when the rows are all parked (`window.rs`).
+        if s == 0 && self.split_into_window(&hits)? {
+            return Ok(());
+        }
         if s == 0 {
             self.quiet = zero_bits(self.m, "quiet rows")?;
         }

@@ -21,6 +21,15 @@
 //! back: an arrowhead's dense row that knows all its columns). A row with a candidate outside
 //! its window leaves the level to the lists (`level.rs`).
 //!
+//! The masks are made from the lists' candidates after the split into the last level; or, when
+//! every row is parked at the level of blocks of 2 (or has no candidate), each parked row's
+//! hits all kept and no quiet row would make the lists share probes, at that split itself,
+//! in place of it: a parked row's candidates are the other columns of its dependencies'
+//! blocks of 2 (`parked.rs`), so its masks come from its dependencies alone, and the split
+//! does not write every row back as the lists' candidates (`split_into_window`). When the
+//! level is then left to the lists after all, the masks are written back as that split would
+//! have left them.
+//!
 //! # The coloring
 //!
 //! Column `j` takes color `j mod p`. At the last level every conflict is hard but between two
@@ -93,10 +102,49 @@ pub(super) struct Window {
 /// What the coloring needs of the rows' masks ([`Refine::try_window`]): the periods that keep
 /// every row's columns apart (bit `p - 1` for period `p`), the largest clique a row makes (its
 /// candidates and one dependency) and the most dependencies of a row with a candidate.
+#[derive(Clone, Copy)]
 struct Shape {
     valid: u64,
     max_clique: usize,
     max_q: usize,
+    /// Rows with a known dependency that the step before taught nothing (quiet) and the
+    /// others (counted from parked rows only: [`Source::Parked`]).
+    quiet: usize,
+    restless: usize,
+}
+
+impl Shape {
+    /// Both halves' together.
+    fn and(self, other: Shape) -> Shape {
+        Shape {
+            valid: self.valid & other.valid,
+            max_clique: self.max_clique.max(other.max_clique),
+            max_q: self.max_q.max(other.max_q),
+            quiet: self.quiet + other.quiet,
+            restless: self.restless + other.restless,
+        }
+    }
+}
+
+/// Where [`Refine::window_rows`] reads a row's candidates at the last level.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The lists' arrays, after the split into the last level.
+    Lists,
+    /// The rows parked at the level of blocks of 2, before that split: a parked row's
+    /// candidates are the other columns of its dependencies' blocks (`parked.rs`), and a row
+    /// not parked must have none.
+    Parked,
+}
+
+/// The rows' masks made for the last level, before its coloring: made at the split into it
+/// from the parked rows ([`Refine::split_into_window`]), colored by the next plan.
+pub(super) struct Gathered {
+    cand: Vec<Mask>,
+    deps: Vec<Mask>,
+    /// One bit per column: some row's candidate.
+    columns: Vec<u64>,
+    shape: Shape,
 }
 
 /// [`Window::deps`] of a row whose masks do not hold its dependencies: its known ones are in
@@ -157,6 +205,33 @@ fn set_columns(words: &mut [u64], i: usize, mask: Mask) {
     if s > 0 && mask >> (64 - s) != 0 {
         words[w + 1] |= mask >> (64 - s);
     }
+}
+
+/// The candidates of the rows' masks `cand` but those `resolved` holds (per row residue
+/// modulo its length), as the lists' candidates at the last level: `cand_ptr` (m + 1)
+/// written, the columns returned. Errors: out of memory.
+fn candidates_of(cand: &[Mask], resolved: &[Mask], cand_ptr: &mut [usize]) -> Result<Vec<u32>> {
+    let period = resolved.len();
+    let left_of = |i: usize, c: Mask| c & !resolved[i % period];
+    let left: usize = (cand.iter().enumerate())
+        .filter(|(_, &c)| c != 0)
+        .map(|(i, &c)| left_of(i, c).count_ones() as usize)
+        .sum();
+    if left == 0 {
+        // Every probe told (the usual end).
+        cand_ptr.fill(0);
+        return Ok(Vec::new());
+    }
+    let mut idx = Vec::new();
+    reserve(&mut idx, left, "candidate blocks")?;
+    for (i, &c) in cand.iter().enumerate() {
+        cand_ptr[i] = idx.len();
+        if c != 0 {
+            idx.extend(bits(left_of(i, c)).map(|t| (i + t as usize - HALF) as u32));
+        }
+    }
+    cand_ptr[cand.len()] = idx.len();
+    Ok(idx)
 }
 
 /// What one pass of a tell reads and writes: its rows' masks (from row `lo`), the probe's
@@ -342,26 +417,7 @@ impl Window {
                 *bits |= self.masks[k * period + r];
             }
         }
-        let left_of = |i: usize, c: Mask| c & !resolved[i % period];
-        let left: usize = (self.cand.iter().enumerate())
-            .filter(|(_, &c)| c != 0)
-            .map(|(i, &c)| left_of(i, c).count_ones() as usize)
-            .sum();
-        if left == 0 {
-            // Every probe told (the usual end).
-            cand_ptr.fill(0);
-            return Ok(Vec::new());
-        }
-        let mut idx = Vec::new();
-        reserve(&mut idx, left, "candidate blocks")?;
-        for (i, &c) in self.cand.iter().enumerate() {
-            cand_ptr[i] = idx.len();
-            if c != 0 {
-                idx.extend(bits(left_of(i, c)).map(|t| (i + t as usize - HALF) as u32));
-            }
-        }
-        cand_ptr[self.cand.len()] = idx.len();
-        Ok(idx)
+        candidates_of(&self.cand, &resolved, cand_ptr)
     }
 
     /// The known dependencies as CSR: a held row's from its mask, the others' from `known`,
@@ -391,22 +447,90 @@ impl Window {
 }
 
 impl Refine {
+    /// At the split into the last level (`split.rs`, `advance`): when every row is parked or
+    /// has no candidate, each parked row's hits all kept, and no row came in quiet where the
+    /// lists' passes would let quiet rows share probes, the rows' masks are made from their
+    /// dependencies instead of the split writing every parked row back as the lists'
+    /// candidates (`Gathered`: the next plan colors them, and writes them back as the split
+    /// would have when the lists color the level after all). The planner is left as that split
+    /// leaves it otherwise. `false` (nothing changed) when the split must run. Errors: out of
+    /// memory.
+    pub(super) fn split_into_window(&mut self, hits: &[(u32, u32)]) -> Result<bool> {
+        let kept = hits.iter().all(|&(_, k)| k & super::KEPT != 0);
+        if !self.by_window || self.shift != 1 || self.n <= 4 * HALF || !kept {
+            return Ok(false);
+        }
+        let Some(gathered) = self.gather(Source::Parked)? else {
+            return Ok(false);
+        };
+        let Shape {
+            quiet, restless, ..
+        } = gathered.shape;
+        // The split's quiet rows (`advance`): kept unless rows still learning are many.
+        let quiet_kept = super::RESTLESS_PART * restless <= quiet + restless;
+        if quiet_kept && quiet > 0 {
+            return Ok(false);
+        }
+        // What the split leaves: no row parked, every P block of a parked row tested (its hits
+        // kept, one changed block each), the quiet rows let go.
+        self.parked.rows.fill(super::STORED);
+        self.parked.count = 0;
+        self.parked.deps = 0;
+        self.parked.returned = 0;
+        if self.parked.listed_p > 0 {
+            self.last_hit_rate = hits.len() as f64 / self.parked.listed_p as f64;
+        }
+        self.quiet = Default::default();
+        self.all_quiet = restless == 0;
+        self.release_merged();
+        debug_assert!(self.cand_idx.is_empty() && self.cand_ptr[self.m] == 0);
+        self.cand_probe = Vec::new();
+        self.shift = 0;
+        self.bits = super::BRANCH_BITS;
+        self.gathered = Some(Box::new(gathered));
+        #[cfg(test)]
+        {
+            self.split_windows += 1;
+        }
+        Ok(true)
+    }
+
     /// The last level in windows (module docs), when every row with a candidate is held and
     /// the lists could not color it with fewer probes: its probes, the planner in
-    /// [`Mode::Window`]. `None` (nothing changed) otherwise. Errors: out of memory.
+    /// [`Mode::Window`]. `None` otherwise: nothing changed, or the masks made at the split
+    /// written back as the lists' candidates. Errors: out of memory.
     pub(super) fn try_window(&mut self) -> Result<Option<Vec<Probe>>> {
-        let (m, n) = (self.m, self.n);
-        // On a few hundred columns the lists cost nothing worth saving; a quiet row's
-        // candidates may share a probe in the lists' passes.
-        if !self.by_window || self.shift != 0 || n <= 4 * HALF || self.quiet.any() {
-            return Ok(None);
+        let gathered = match self.gathered.take() {
+            Some(gathered) => *gathered,
+            // On a few hundred columns the lists cost nothing worth saving; a quiet row's
+            // candidates may share a probe in the lists' passes.
+            None if !self.by_window || self.shift != 0 || self.n <= 4 * HALF => return Ok(None),
+            None if self.quiet.any() => return Ok(None),
+            None => match self.gather(Source::Lists)? {
+                Some(gathered) => gathered,
+                None => return Ok(None),
+            },
+        };
+        match self.plan_window(gathered)? {
+            Ok(probes) => Ok(Some(probes)),
+            Err(declined) => {
+                self.write_back(&declined)?;
+                Ok(None)
+            }
         }
+    }
+
+    /// The rows' masks from `source`, in two halves at once (`halves.rs`); `None` when a row
+    /// with a candidate is not held, no period keeps some row's columns apart, or (from the
+    /// parked rows) a row is not as the source asks. Errors: out of memory.
+    fn gather(&self, source: Source) -> Result<Option<Gathered>> {
+        let (m, n) = (self.m, self.n);
         let cand = filled(0 as Mask, m, "windows");
         let (mut cand, mut deps) = (cand?, filled(NOT_HELD, m, "windows")?);
         let words = n.div_ceil(64) + 2;
         let mut columns = filled(0u64, words, "candidate columns")?;
-        // The rows in two halves at once (`halves.rs`), each with its own columns' bits.
-        let cut = match m + self.cand_idx.len() >= self.halves_from {
+        // Each half with its own columns' bits.
+        let cut = match m + self.dep_idx.len() >= self.halves_from {
             true => m / 2,
             false => m,
         };
@@ -416,11 +540,10 @@ impl Refine {
         };
         let (cand_here, cand_there) = cand.split_at_mut(cut);
         let (deps_here, deps_there) = deps.split_at_mut(cut);
-        let this = &*self;
         let (here, there) = both(
             cut < m,
-            || this.window_rows(0..cut, (cand_here, deps_here), &mut columns),
-            || this.window_rows(cut..m, (cand_there, deps_there), &mut columns_there),
+            || self.window_rows(0..cut, source, (cand_here, deps_here), &mut columns),
+            || self.window_rows(cut..m, source, (cand_there, deps_there), &mut columns_there),
         );
         let (Some(here), Some(there)) = (here, there) else {
             return Ok(None);
@@ -428,18 +551,29 @@ impl Refine {
         for (word, &other) in columns.iter_mut().zip(&columns_there) {
             *word |= other;
         }
-        drop(columns_there);
-        let (valid, max_clique, max_q) = (
-            here.valid & there.valid,
-            here.max_clique.max(there.max_clique),
-            here.max_q.max(there.max_q),
-        );
-        if valid == 0 {
-            return Ok(None);
-        }
+        let shape = here.and(there);
+        Ok((shape.valid != 0).then_some(Gathered {
+            cand,
+            deps,
+            columns,
+            shape,
+        }))
+    }
+
+    /// The last level's probes from the rows' masks, the planner in [`Mode::Window`]; the
+    /// masks handed back when the lists are to color the level (module docs, "The
+    /// coloring"). Errors: out of memory.
+    fn plan_window(&mut self, g: Gathered) -> Result<std::result::Result<Vec<Probe>, Gathered>> {
+        let n = self.n;
+        let Shape {
+            valid,
+            max_clique,
+            max_q,
+            ..
+        } = g.shape;
         let period = valid.trailing_zeros() as usize + 1;
         // The classes holding a candidate, each a probe.
-        let is_set = |j: usize| columns[j / 64] >> (j % 64) & 1 != 0;
+        let is_set = |j: usize| g.columns[j / 64] >> (j % 64) & 1 != 0;
         let mut probes_cols: Vec<(usize, Vec<u32>)> = Vec::new();
         for class in 0..period.min(n) {
             let mut cols = Vec::new();
@@ -456,7 +590,7 @@ impl Refine {
             }
         }
         let colors = probes_cols.len();
-        let unknown_cols: usize = columns.iter().map(|w| w.count_ones() as usize).sum();
+        let unknown_cols: usize = g.columns.iter().map(|w| w.count_ones() as usize).sum();
         let left = self.cap.saturating_sub(self.asked);
         // The lists' tests (`level.rs`): a dense row, or more probes than one per column or
         // than the cap leaves, sends the level to one probe per column; past one color more
@@ -470,7 +604,7 @@ impl Refine {
             || colors > left
             || colors >= UNTESTED as usize
         {
-            return Ok(None);
+            return Ok(Err(g));
         }
         // Probe k's bits of the window of a row r modulo the period: column i + t - HALF is in
         // class (r + t + (period - HALF mod period)) mod period.
@@ -486,8 +620,8 @@ impl Refine {
         self.window = Some(Box::new(Window {
             period,
             masks,
-            cand,
-            deps,
+            cand: g.cand,
+            deps: g.deps,
         }));
         self.mode = Mode::Window;
         self.asked += colors;
@@ -496,18 +630,30 @@ impl Refine {
         self.cand_idx = Vec::new();
         self.cand_probe = Vec::new();
         self.spare = Vec::new();
-        Ok(Some(crate::error::collect(
+        Ok(Ok(crate::error::collect(
             probes_cols.into_iter().map(|(_, cols)| Probe::new(cols, n)),
             "probes",
         )?))
     }
 
-    /// The masks of `rows` (their `cand` and `deps`, from the first row of `rows` on), their
-    /// candidates' columns set in `columns`, and what the coloring needs of them; `None` when
-    /// a row with a candidate is not held or no period keeps some row's columns apart.
+    /// The masks `g` back as the lists' candidates at the last level, when they were made at
+    /// the split (from the lists they are there still). Errors: out of memory.
+    fn write_back(&mut self, g: &Gathered) -> Result<()> {
+        if self.cand_idx.is_empty() && g.cand.iter().any(|&c| c != 0) {
+            self.cand_idx = candidates_of(&g.cand, &[0], &mut self.cand_ptr)?;
+            self.cand_probe = filled(UNTESTED, self.cand_idx.len(), "candidate probes")?;
+        }
+        Ok(())
+    }
+
+    /// The masks of `rows` (their `cand` and `deps`, from the first row of `rows` on) read from
+    /// `source`, their candidates' columns set in `columns`, and what the coloring needs of
+    /// them; `None` when a row with a candidate is not held, no period keeps some row's
+    /// columns apart, or a row is not as `source` asks.
     fn window_rows(
         &self,
         rows: std::ops::Range<usize>,
+        source: Source,
         (cand, deps): (&mut [Mask], &mut [Mask]),
         columns: &mut [u64],
     ) -> Option<Shape> {
@@ -516,10 +662,14 @@ impl Refine {
             valid: u64::MAX,
             max_clique: 0,
             max_q: 0,
+            quiet: 0,
+            restless: 0,
         };
         // The pairs of masks met last, with their periods; the last one met first.
         let mut remembered = [(0 as Mask, 0 as Mask, 0u64); REMEMBERED];
         let (mut next, mut last) = (0, 0);
+        // The step's new dependencies, by row (sorted).
+        let mut learned = self.merged.partition_point(|&(r, _)| (r as usize) < lo);
         for i in rows {
             let in_window = |cols: &[u32]| {
                 let mut mask: Mask = 0;
@@ -528,12 +678,50 @@ impl Refine {
                 }
                 Some(mask)
             };
-            let row_cands = &self.cand_idx[self.cand_ptr[i]..self.cand_ptr[i + 1]];
-            let (c, d) = match (in_window(row_cands), in_window(self.deps(i))) {
-                (Some(c), Some(d)) => (c & !d, d),
-                // No candidate: it needs no window.
-                (Some(0), None) => continue,
-                _ => return None,
+            let row_deps = self.deps(i);
+            let stored = &self.cand_idx[self.cand_ptr[i]..self.cand_ptr[i + 1]];
+            let (c, d) = match source {
+                Source::Lists => match (in_window(stored), in_window(row_deps)) {
+                    (Some(c), Some(d)) => (c & !d, d),
+                    // No candidate: it needs no window.
+                    (Some(0), None) => continue,
+                    _ => return None,
+                },
+                Source::Parked => {
+                    // As the split would take it: not dense, not sampled dense.
+                    let sampled = self.cap != usize::MAX && self.wide.dense(i as u32);
+                    if row_deps.len() >= super::DENSE_MIN || sampled {
+                        return None;
+                    }
+                    let first = learned;
+                    while learned < self.merged.len() && self.merged[learned].0 as usize == i {
+                        learned += 1;
+                    }
+                    if !row_deps.is_empty() {
+                        match learned == first {
+                            true => shape.quiet += 1,
+                            false => shape.restless += 1,
+                        }
+                    }
+                    match self.parked.is_parked(i) {
+                        // The other columns of its dependencies' blocks of 2.
+                        true => {
+                            let d = in_window(row_deps)?;
+                            let mut c: Mask = 0;
+                            for &j in row_deps {
+                                if ((j ^ 1) as usize) < self.n {
+                                    c |= (1 as Mask) << offset(i, j ^ 1)?;
+                                }
+                            }
+                            (c & !d, d)
+                        }
+                        false if !stored.is_empty() => return None,
+                        false => match in_window(row_deps) {
+                            Some(d) => (0, d),
+                            None => continue,
+                        },
+                    }
+                }
             };
             (cand[i - lo], deps[i - lo]) = (c, d);
             if c == 0 {
@@ -568,9 +756,13 @@ impl Refine {
     }
 
     /// Ends the last level in windows: the candidates left written back as the lists', the
-    /// planner refining again (its next `advance` merges the step's dependencies). Errors: out
-    /// of memory.
+    /// planner refining again (its next `advance` merges the step's dependencies); masks made
+    /// at the split and not colored yet (a plan that failed) written back too. Errors: out of
+    /// memory.
     pub(super) fn end_window(&mut self) -> Result<()> {
+        if let Some(gathered) = self.gathered.take() {
+            self.write_back(&gathered)?;
+        }
         let Some(window) = self.window.take() else {
             return Ok(());
         };
@@ -591,10 +783,11 @@ mod tests {
     use crate::BlackBox;
 
     /// Traces `truth` under `winner` with the last level in windows allowed or not: the
-    /// pattern with its kinds, the evaluations, and how many steps ran in windows. At the last
+    /// pattern with its kinds, the evaluations, how many steps ran in windows and how many of
+    /// those went in at the split (`Refine::split_into_window`). At the last
     /// level every 31st row absorbs the NaNs of its dependencies, and verification reports it
     /// perturbed where a probe holds one.
-    fn trace(truth: &Pattern, winner: Winner, by_window: bool) -> (Pattern, usize, usize) {
+    fn trace(truth: &Pattern, winner: Winner, by_window: bool) -> (Pattern, usize, usize, usize) {
         let (m, n) = (truth.rows(), truth.cols());
         let mut f = Synthetic::new(truth, winner, 5);
         let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 1e-3).collect();
@@ -628,11 +821,9 @@ mod tests {
             }
         }
         let builder = PatternBuilder::new(m, n, bitvec::bitvec![0; m]).unwrap();
-        (
-            Box::new(planner).finish(builder).unwrap(),
-            evaluations,
-            windows,
-        )
+        let split = planner.split_windows;
+        let pattern = Box::new(planner).finish(builder).unwrap();
+        (pattern, evaluations, windows, split)
     }
 
     /// The last level in windows finds what the lists' last level finds, entry by entry and
@@ -655,11 +846,16 @@ mod tests {
         for (truth, in_windows) in &cases {
             let winners = [Winner::Random, Winner::Smallest, Winner::Largest];
             for (winner, in_windows) in winners.into_iter().zip(in_windows) {
-                let (lists, lists_evaluations, none) = trace(truth, winner, false);
-                let (windows, evaluations, steps) = trace(truth, winner, true);
+                let (lists, lists_evaluations, none, _) = trace(truth, winner, false);
+                let (windows, evaluations, steps, split) = trace(truth, winner, true);
                 let what = format!("{} x {} {winner:?}", truth.rows(), truth.cols());
                 assert_eq!(none, 0);
                 assert_eq!(steps > 0, *in_windows, "{what}: {steps} steps in windows");
+                // Their rows were all parked: they went in at the split, their masks made
+                // from their dependencies. (The band of 11 under the smallest winning goes in
+                // at the split too, and its masks are written back for the lists, as the
+                // split would have left them.)
+                assert!(split > 0 || !in_windows, "{what}: {split} from the split");
                 assert_eq!(
                     (windows.row_ptr(), windows.col_idx()),
                     (lists.row_ptr(), lists.col_idx()),
