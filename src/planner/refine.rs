@@ -140,8 +140,9 @@
 //! Where every row's candidates and dependencies lie within 32 columns of the row (a band)
 //! and no row came in quiet, the last level runs without lists: each row's candidates and
 //! dependencies are two bit masks around it, colored by a period (`refine/window.rs`), within
-//! one color of the largest clique as the formula is. The tridiagonal at 10^6: its last level
-//! listed, colored, told and ended in about 120 ms, about 50 ms in windows.
+//! one color of the largest clique as the formula is. The tridiagonal at 10^6: the last level's
+//! step took 91-125 ms of library time with lists, 36-56 ms in windows (`nanprop-bench
+//! --steps`, three alternated runs).
 //!
 //! # Termination and cost
 //!
