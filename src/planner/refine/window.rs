@@ -148,7 +148,7 @@ pub(super) struct Gathered {
 }
 
 /// [`Window::deps`] of a row whose masks do not hold its dependencies: its known ones are in
-/// the planner's arrays. (A held row with all 128 columns of its window as dependencies reads
+/// the planner's arrays. (A held row with all 64 columns of its window as dependencies reads
 /// as not held: its arrays are looked up then, and a tag there is merged as any.)
 const NOT_HELD: Mask = Mask::MAX;
 
