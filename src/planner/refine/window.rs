@@ -300,6 +300,8 @@ impl Told<'_> {
             let i = i as usize;
             self.take(i, i % period, Hit::Perturbed);
         }
+        // The pass of `Reader::observe_rows`, written out to carry each row's residue along:
+        // through its callback each changed row would cost a division to find its masks.
         let mut via_float = 0;
         let mut r = rows.start % period;
         for (i, (&b, &v)) in (baseline[rows.clone()].iter().zip(&y[rows.clone()]))
