@@ -445,6 +445,9 @@ pub struct Refine {
     window: Option<Box<window::Window>>,
     /// The rows' masks made at the split into the last level, for its plan (`window.rs`).
     gathered: Option<Box<window::Gathered>>,
+    /// Whether the rows that the first levels' passes treat alike may be passed over as a run
+    /// (`Refine::parks_whole`, `Refine::same_blind_rows`; the tests turn it off to compare).
+    shortcuts: bool,
     /// Whether the last level may run in windows (the tests turn it off to compare).
     by_window: bool,
     /// How many times the rows went into windows at the split (the tests count them).
@@ -520,6 +523,7 @@ impl Refine {
             peel: peel::Peel::default(),
             window: None,
             gathered: None,
+            shortcuts: true,
             by_window: true,
             #[cfg(test)]
             split_windows: 0,
@@ -1578,6 +1582,70 @@ mod tests {
                 halves.halves_from = 0;
             };
             trace_side_by_side(truth, setup, |_, _| ());
+        }
+    }
+
+    /// The first levels' shortcuts (the listing passing over rows alike as a run,
+    /// `Refine::same_blind_rows`; the split parking a row whole, `Refine::parks_whole`) plan
+    /// what the passes row by row plan: one planner with them and one without, side by side,
+    /// in one pass and in halves cut down to the smallest. And they are taken: at the first
+    /// level every row after the first is listed in the run, and after the first step every
+    /// row of a tridiagonal parks whole.
+    #[test]
+    fn the_first_levels_shortcuts_plan_what_the_passes_plan() {
+        // Besides those: rows whose dependencies fill aligned blocks (whole at some level)
+        // with one more column elsewhere or none, and rows of a few scattered columns.
+        let mut rng = crate::rng::Rng::new(5);
+        let more = [
+            crate::testing::from_rows(2048, 2048, |i, r| {
+                r.extend(i / 4 * 4..i / 4 * 4 + 4);
+                if i % 3 > 0 {
+                    r.push(i * 37 % 2048);
+                }
+            }),
+            crate::testing::from_rows(1024, 1024, |i, r| {
+                r.extend(i / 2 * 2..(i / 2 * 2 + 2 + 2 * (i % 3)).min(1024));
+            }),
+            crate::testing::from_rows(1500, 1500, |_, r| {
+                r.extend((0..1 + rng.below(3)).map(|_| rng.below(1500)))
+            }),
+        ];
+        for truth in side_by_side_patterns().iter().chain(&more) {
+            for halves_from in [usize::MAX, 0] {
+                let setup = |with: &mut Refine, without: &mut Refine| {
+                    without.shortcuts = false;
+                    (with.halves_from, without.halves_from) = (halves_from, halves_from);
+                };
+                trace_side_by_side(truth, setup, |_, _| ());
+            }
+        }
+        let truth = crate::testing::banded(3001, 1);
+        let (m, n) = (truth.rows(), truth.cols());
+        let mut f = crate::testing::Synthetic::new(&truth, crate::testing::Winner::Random, 5);
+        let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 1e-3).collect();
+        let mut baseline = vec![0.0; m];
+        f.eval(&x0, &mut baseline).unwrap();
+        for shortcuts in [true, false] {
+            let mut planner = Refine::new(
+                n,
+                baseline.clone(),
+                Refine::allowance(n),
+                EntryKind::Assumed,
+            )
+            .unwrap();
+            planner.shortcuts = shortcuts;
+            // The first row's list: the one block of all columns, probeable, no dependency.
+            let (lists, k_idx) = ([(P_FLAG, 1, 1)], [P_FLAG]);
+            let run_end = planner.same_blind_rows(1..m, &lists, &k_idx);
+            assert_eq!(run_end, if shortcuts { m } else { 1 });
+            let probes = planner.ask().unwrap();
+            assert_eq!(probes.len(), 1);
+            assert_eq!(probes[0].cols().len(), n);
+            let (mut x, mut y) = (x0.clone(), vec![0.0; m]);
+            tell_all(&mut planner, &mut f, &probes, &x0, (&mut x, &mut y));
+            planner.merge_deps().unwrap();
+            let whole = (0..m).filter(|&i| planner.parks_whole(i)).count();
+            assert_eq!(whole, if shortcuts { m } else { 0 });
         }
     }
 

@@ -708,6 +708,19 @@ impl Refine {
             if a == b && !parked {
                 continue;
             }
+            let same_blind = self.same_blind_rows(i..rows.end, &lists, &k_idx);
+            if same_blind > i {
+                // Rows listed as the row before, blind, with one block (every row but the first
+                // at the first level): counted as below, without listing each first.
+                for r in i..same_blind {
+                    words[self.cand_ptr[r] - base] = 0; // probeable; its color is set below
+                }
+                let w = same_blind - i;
+                lists.last_mut().unwrap().2 += w as u32;
+                (listed, work, blind_rows) = (listed + w, work + w as u64, blind_rows + w);
+                skip_to = same_blind;
+                continue;
+            }
             let deps = &self.dep_idx[self.dep_ptr[i]..self.dep_ptr[i + 1]];
             let start = k_idx.len();
             let (mut q, mut any_p) = (0, false);
@@ -840,6 +853,34 @@ impl Refine {
         (out.longest, out.max_clique) = (longest, max_clique);
         out.blind_rows = blind_rows;
         Ok(out)
+    }
+
+    /// The end of the run of rows from `rows.start` that the listing would count as the last
+    /// list of `lists` (its entries in `k_idx`) one by one, when that list is one probeable
+    /// block, blind and not quiet: stored rows with that block as their one candidate and no
+    /// known dependency. `rows.start` when there is no such run.
+    pub(super) fn same_blind_rows(
+        &self,
+        rows: std::ops::Range<usize>,
+        lists: &[(u32, u32, u32)],
+        k_idx: &[u32],
+    ) -> usize {
+        let Some(&(start, _, weight)) = lists.last().filter(|_| self.shortcuts) else {
+            return rows.start;
+        };
+        let (blind, start) = (start & P_FLAG != 0, (start & !P_FLAG) as usize);
+        if !blind || weight & QUIET != 0 || k_idx.len() != start + 1 {
+            return rows.start;
+        }
+        let block = k_idx[start] & !P_FLAG;
+        let alike = |r: usize| {
+            let a = self.cand_ptr[r];
+            self.parked.rows[r] == STORED
+                && self.cand_ptr[r + 1] == a + 1
+                && self.cand_idx[a] == block
+                && self.dep_ptr[r] == self.dep_ptr[r + 1]
+        };
+        rows.clone().find(|&r| !alike(r)).unwrap_or(rows.end)
     }
 
     /// Switches to one probe per column of the candidate blocks; when they are more than the

@@ -588,6 +588,32 @@ impl Refine {
         self.take_blind_rows(blind, blind_rows)
     }
 
+    /// Whether stored row `i` parks at a split into a level above the last, as
+    /// [`Refine::split_rows`] decides it after making its candidates' children (here without
+    /// making them): its one candidate block, not proven zero by the step, holds a known
+    /// dependency; it has fewer than a dense row's and is not sampled dense; parking is on; and
+    /// whether that block holds an unknown column agrees with how many of its dependencies'
+    /// blocks hold one (the parking test when one block survives). Every row at the first
+    /// split.
+    pub(super) fn parks_whole(&self, i: usize) -> bool {
+        let (a, b) = (self.cand_ptr[i], self.cand_ptr[i + 1]);
+        let deps = self.deps(i);
+        if !self.shortcuts || b != a + 1 || deps.len() >= DENSE_MIN || !self.parked.enabled {
+            return false;
+        }
+        let word = self.cand_probe[a];
+        let c = word & PROBE;
+        if c != UNTESTED && self.told[c as usize] && word & HIT == 0 {
+            return false; // proven zero: no survivor
+        }
+        let (start, end) = self.block_range(self.cand_idx[a], self.shift);
+        let inside = deps_in(deps, &mut 0, start, end);
+        let open = usize::from(inside < (end - start) as usize);
+        inside > 0
+            && !(self.cap != usize::MAX && self.wide.dense(i as u32))
+            && open == self.open_dep_blocks(deps)
+    }
+
     /// Parked row `r`'s code (`parked.rs`), `after_parked` saying whether the row before is
     /// parked too.
     fn parked_code(&self, r: usize, after_parked: bool) -> u8 {
@@ -640,6 +666,21 @@ impl Refine {
         let mut skip_to = lo;
         for i in rows.clone() {
             if i < skip_to {
+                continue;
+            }
+            if s > 0 && !is_parked(codes, i) && self.parks_whole(i) {
+                // Parked as the pass below would park it, without making the children it would
+                // drop: every row at the first split.
+                let (a, deps) = (self.cand_ptr[i], self.deps(i));
+                let c = self.cand_probe[a] & PROBE;
+                let tested = usize::from(c != UNTESTED && self.told[c as usize]);
+                (out.tested, out.changed) = (out.tested + tested, out.changed + tested);
+                codes[i - lo] = ALONE;
+                out.parked += 1;
+                out.deps_parked += deps.len();
+                out.note_span(deps);
+                push(&mut out.touched, i as u32, "rows")?;
+                ptr.push(idx.len());
                 continue;
             }
 
