@@ -667,8 +667,10 @@ impl Refine {
             quiet: 0,
             restless: 0,
         };
-        // The pairs of masks met last, with their periods; the last one met first.
-        let mut remembered = [(0 as Mask, 0 as Mask, 0u64); REMEMBERED];
+        // The pairs of masks met last, with their periods and their rows' clique and Q
+        // count (popcounts: software ones on the baseline x86-64, made once per pair); the
+        // last one met tried first.
+        let mut remembered = [(0 as Mask, 0 as Mask, 0u64, 0usize, 0usize); REMEMBERED];
         let (mut next, mut last) = (0, 0);
         // The step's new dependencies, by row (sorted).
         let mut learned = self.merged.partition_point(|&(r, _)| (r as usize) < lo);
@@ -730,26 +732,24 @@ impl Refine {
                 continue;
             }
             set_columns(columns, i, c);
-            let (p, q) = (c.count_ones() as usize, d.count_ones() as usize);
-            shape.max_clique = shape.max_clique.max(p + q.min(1));
-            shape.max_q = shape.max_q.max(q);
             let at = match remembered[last] {
-                (a, b, _) if (a, b) == (c, d) => Some(last),
-                _ => remembered.iter().position(|&(a, b, _)| (a, b) == (c, d)),
+                (a, b, ..) if (a, b) == (c, d) => last,
+                _ => match remembered.iter().position(|&(a, b, ..)| (a, b) == (c, d)) {
+                    Some(at) => at,
+                    None => {
+                        let (p, q) = (c.count_ones() as usize, d.count_ones() as usize);
+                        let at = next;
+                        remembered[at] = (c, d, periods(c, d), p + q.min(1), q);
+                        next = (next + 1) % REMEMBERED;
+                        at
+                    }
+                },
             };
-            shape.valid &= match at {
-                Some(at) => {
-                    last = at;
-                    remembered[at].2
-                }
-                None => {
-                    let periods = periods(c, d);
-                    remembered[next] = (c, d, periods);
-                    last = next;
-                    next = (next + 1) % REMEMBERED;
-                    periods
-                }
-            };
+            last = at;
+            let (.., valid, clique, q) = remembered[at];
+            shape.max_clique = shape.max_clique.max(clique);
+            shape.max_q = shape.max_q.max(q);
+            shape.valid &= valid;
             if shape.valid == 0 {
                 return None;
             }
