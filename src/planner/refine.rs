@@ -1644,7 +1644,7 @@ mod tests {
             let (mut x, mut y) = (x0.clone(), vec![0.0; m]);
             tell_all(&mut planner, &mut f, &probes, &x0, (&mut x, &mut y));
             planner.merge_deps().unwrap();
-            let whole = (0..m).filter(|&i| planner.parks_whole(i)).count();
+            let whole = (0..m).filter(|&i| planner.parks_whole(i).is_some()).count();
             assert_eq!(whole, if shortcuts { m } else { 0 });
         }
     }

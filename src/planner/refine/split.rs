@@ -594,24 +594,26 @@ impl Refine {
     /// dependency; it has fewer than a dense row's and is not sampled dense; parking is on; and
     /// whether that block holds an unknown column agrees with how many of its dependencies'
     /// blocks hold one (the parking test when one block survives). Every row at the first
-    /// split.
-    pub(super) fn parks_whole(&self, i: usize) -> bool {
+    /// split. `Some(tested)` when it parks: whether a told probe tested the block.
+    pub(super) fn parks_whole(&self, i: usize) -> Option<bool> {
         let (a, b) = (self.cand_ptr[i], self.cand_ptr[i + 1]);
         let deps = self.deps(i);
         if !self.shortcuts || b != a + 1 || deps.len() >= DENSE_MIN || !self.parked.enabled {
-            return false;
+            return None;
         }
         let word = self.cand_probe[a];
         let c = word & PROBE;
-        if c != UNTESTED && self.told[c as usize] && word & HIT == 0 {
-            return false; // proven zero: no survivor
+        let tested = c != UNTESTED && self.told[c as usize];
+        if tested && word & HIT == 0 {
+            return None; // proven zero: no survivor
         }
         let (start, end) = self.block_range(self.cand_idx[a], self.shift);
         let inside = deps_in(deps, &mut 0, start, end);
         let open = usize::from(inside < (end - start) as usize);
-        inside > 0
+        let parks = inside > 0
             && !(self.cap != usize::MAX && self.wide.dense(i as u32))
-            && open == self.open_dep_blocks(deps)
+            && open == self.open_dep_blocks(deps);
+        parks.then_some(tested)
     }
 
     /// Parked row `r`'s code (`parked.rs`), `after_parked` saying whether the row before is
@@ -668,12 +670,14 @@ impl Refine {
             if i < skip_to {
                 continue;
             }
-            if s > 0 && !is_parked(codes, i) && self.parks_whole(i) {
+            let parks = match s > 0 && !is_parked(codes, i) {
+                true => self.parks_whole(i),
+                false => None,
+            };
+            if let Some(tested) = parks {
                 // Parked as the pass below would park it, without making the children it would
-                // drop: every row at the first split.
-                let (a, deps) = (self.cand_ptr[i], self.deps(i));
-                let c = self.cand_probe[a] & PROBE;
-                let tested = usize::from(c != UNTESTED && self.told[c as usize]);
+                // drop: every row at the first split. Its block, if tested, changed.
+                let (tested, deps) = (usize::from(tested), self.deps(i));
                 (out.tested, out.changed) = (out.tested + tested, out.changed + tested);
                 codes[i - lo] = ALONE;
                 out.parked += 1;
