@@ -85,7 +85,12 @@ fn a_killed_processes_trace_resumes_without_repeating_finished_evaluations() {
     // Killed partway, then resumed from its journal.
     let journal = dir.join("trace.journal");
     let mut child = trace(&lib, Some(&journal), &out).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // Killed once a few calls are done: a fixed wait found none done on a loaded machine, where
+    // the host took longer than the wait to start its workers.
+    let started = std::time::Instant::now();
+    while calls(&marks) < 3 && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     std::thread::sleep(Duration::from_millis(100)); // workers die with their host
