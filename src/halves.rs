@@ -15,11 +15,12 @@
 //! The tells are cut the same way: the planner's reading of one probe's outputs
 //! (`planner/refine.rs`, each half with its own lists of new dependencies and parked rows'
 //! outcomes, joined end to end: both are sorted before use) and the check's slope test of a
-//! class (`trace/check.rs`, each half listing its rows that fail). A tell runs while the black
-//! box makes the next evaluation, so its halves share the two cores with it: on random 5 per
-//! row at 10^6 (scattered reads, bound by latency) the whole run took 0.965x; on the
-//! tridiagonal (contiguous reads, bound by the memory's bandwidth, which f shares) no gain
-//! showed but where nothing else ran (the check's last class: 10 -> 5 ms).
+//! class (`trace/check.rs`, each half listing its rows that fail; before it, the class's
+//! steps, two random draws a column, are made in two halves of its columns). A tell runs
+//! while the black box makes the next evaluation, so its halves share the two cores with it:
+//! on random 5 per row at 10^6 (scattered reads, bound by latency) the whole run took 0.965x;
+//! on the tridiagonal (contiguous reads, bound by the memory's bandwidth, which f shares) no
+//! gain showed but where nothing else ran (the check's last class: 10 -> 5 ms).
 //!
 //! Cutting the counting sort that transposes the rows' lists (the blocks below a cut on one
 //! core, those above on the other) was tried and not kept: random 5 per row at 10^6 0.98x,

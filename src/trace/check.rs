@@ -141,8 +141,9 @@ pub(crate) struct Check {
     /// Where each column sits in its color's class (the class's steps are made once, in the
     /// class's order: [`Check::tell`]).
     slot: Vec<u32>,
-    /// The steps of the class being tested, in the class's order (reused from class to class).
-    steps: Vec<Steps>,
+    /// The steps of the class being tested, in the class's order, in two parts made at once
+    /// on two cores when the class is large (reused from class to class).
+    steps: (Vec<Steps>, Vec<Steps>),
     /// The columns of each color, then of each directly checked heavy row: all the columns
     /// it does not depend on.
     classes: Vec<Vec<u32>>,
@@ -373,7 +374,7 @@ impl Check {
             colors: c.colors,
             entry_colors,
             slot,
-            steps: Vec::new(),
+            steps: (Vec::new(), Vec::new()),
             colors_len: c.num_colors,
             heavy,
             direct,
@@ -520,7 +521,7 @@ impl Check {
         y: &[f64],
         baseline: &[f64],
         changed: impl Fn(f64, f64) -> bool + Sync,
-        step: impl Fn(usize, usize) -> (f64, f64),
+        step: impl Fn(usize, usize) -> (f64, f64) + Sync,
         slack: f64,
     ) -> Result<()> {
         let typical = *self.typical.get_or_insert_with(|| typical_size(baseline));
@@ -549,24 +550,36 @@ impl Check {
             self.done.set(class, true);
             return Ok(());
         }
-        // The class's steps, once per column (a column is read by every row holding it).
-        let mut steps = std::mem::take(&mut self.steps);
-        steps.clear();
-        reserve(
-            &mut steps,
-            self.classes[class].len(),
-            "a check class's steps",
-        )?;
-        steps.extend(self.classes[class].iter().map(|&j| {
-            let ((up, scale), (down, _)) = (step(up_id, j as usize), step(up_id + 1, j as usize));
-            Steps {
-                up,
-                down,
-                least: up.abs().min(down.abs()),
-                sum: up.abs() + down.abs(),
-                scale_squared: scale * scale,
-            }
-        }));
+        // The class's steps, once per column (a column is read by every row holding it), the
+        // second half of the class's columns on a helper thread when it is large (each draws
+        // two random magnitudes: `halves.rs`).
+        let (mut steps, mut more_steps) = std::mem::take(&mut self.steps);
+        let columns = &self.classes[class][..];
+        let half = match columns.len() >= self.halves_from {
+            true => columns.len() / 2,
+            false => columns.len(),
+        };
+        let make = |columns: &[u32], steps: &mut Vec<Steps>| -> Result<()> {
+            steps.clear();
+            reserve(steps, columns.len(), "a check class's steps")?;
+            steps.extend(columns.iter().map(|&j| {
+                let ((up, scale), (down, _)) =
+                    (step(up_id, j as usize), step(up_id + 1, j as usize));
+                Steps {
+                    up,
+                    down,
+                    scale_squared: scale * scale,
+                }
+            }));
+            Ok(())
+        };
+        let (made, more_made) = both(
+            half < columns.len(),
+            || make(&columns[..half], &mut steps),
+            || make(&columns[half..], &mut more_steps),
+        );
+        made?;
+        more_made?;
         // Each row on its own: the rows in two halves on two cores when there are many
         // (`halves.rs`), each listing its rows that fail (usually none).
         let rows = baseline.len();
@@ -597,7 +610,7 @@ impl Check {
             baseline,
             up,
             down,
-            steps: &steps,
+            steps: (&steps, &more_steps),
             typical,
             slack,
         };
@@ -619,21 +632,17 @@ impl Check {
         // counted as checked.
         self.done.set(class, true);
         self.spare = Some(other);
-        self.steps = steps;
+        self.steps = (steps, more_steps);
         Ok(())
     }
 }
 
-/// A column's two steps in a class's evaluations, and what the slope test takes of them for
-/// every row holding the column (made once per column: [`Check::tell`]).
+/// A column's two steps in a class's evaluations, and the square of its input's scale (made
+/// once per column: [`Check::tell`]).
 #[derive(Clone, Copy)]
 struct Steps {
     up: f64,
     down: f64,
-    /// The smaller of the two in size.
-    least: f64,
-    /// Their sizes added.
-    sum: f64,
     /// The square of the input's scale, `max(|x0_j|, 1)`.
     scale_squared: f64,
 }
@@ -667,8 +676,8 @@ struct Test<'a> {
     baseline: &'a [f64],
     up: &'a [f64],
     down: &'a [f64],
-    /// The steps of the class's columns, in the class's order ([`Check::steps`]).
-    steps: &'a [Steps],
+    /// The steps of the class's columns, in the class's order, in two parts ([`Check::steps`]).
+    steps: (&'a [Steps], &'a [Steps]),
     /// The median size of f's outputs at x0 ([`Check::typical`]).
     typical: f64,
     slack: f64,
@@ -722,22 +731,36 @@ impl Test<'_> {
             // own coloring's classes, or it cannot be checked here.
             Some(_) if more > 0 => self.heavy || !(check.direct[i] || check.colored[i]),
             Some(j) => {
-                let dx = &self.steps[self.slot[j as usize] as usize];
+                let slot = self.slot[j as usize] as usize;
+                let dx = match slot.checked_sub(self.steps.0.len()) {
+                    None => &self.steps.0[slot],
+                    Some(slot) => &self.steps.1[slot],
+                };
                 if !(up.is_finite() && down.is_finite()) {
                     return true;
                 }
                 let (g_up, g_down) = ((up - b) / dx.up, (down - b) / dx.down);
+                let (apart, allowed) = (
+                    (g_up - g_down).abs(),
+                    SLOPE_TOLERANCE * g_up.abs().max(g_down.abs()),
+                );
+                // The floor below is never negative (or NaN, which fails nothing): slopes this
+                // close pass whatever it is, and most rows' are (the same answer without its
+                // two divisions).
+                if apart <= allowed {
+                    return false;
+                }
                 // Sizes of finite values: `larger` is `f64::max` there.
                 let size = larger(larger(b.abs(), up.abs()), down.abs());
+                let (least, sum) = (dx.up.abs().min(dx.down.abs()), dx.up.abs() + dx.down.abs());
                 // An output near a zero crossing is no smaller in its terms than f's other
                 // outputs: the allowance takes at least their median size.
-                let curvature = CURVATURE_ALLOWANCE * larger(size, self.typical) / dx.scale_squared
-                    * dx.sum
-                    / 2.0;
+                let curvature =
+                    CURVATURE_ALLOWANCE * larger(size, self.typical) / dx.scale_squared * sum / 2.0;
                 let floor = (64.0 * check.epsilon * size + 2.0 * self.slack * larger(b.abs(), 1.0))
-                    / dx.least
+                    / least
                     + curvature;
-                (g_up - g_down).abs() > SLOPE_TOLERANCE * g_up.abs().max(g_down.abs()) + floor
+                apart > allowed + floor
             }
         }
     }
