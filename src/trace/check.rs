@@ -132,12 +132,16 @@ pub(crate) struct Check {
     pub(crate) pattern: Pattern,
     /// The color of each column.
     colors: Vec<u32>,
-    /// The color of each entry of the pattern, in its order (`colors` of its column): the
-    /// test of a class reads a row's colors in one run, where looking up each column's color
-    /// was a scattered read per entry for every class (random 5 per row at n = 10^6, 11
-    /// classes: the check's tells 1333 -> 873 ms, its evaluations' loop 2088 -> 1437 ms).
-    /// Empty when no class of this coloring is tested.
+    /// The class of each entry of the pattern, in its order, and the entry's place in it:
+    /// `colors` of its column above bit `slot_bits`, `slot` of its column below. The test of
+    /// a class reads a row's entries in one run, where looking up each column's color was a
+    /// scattered read per entry for every class (random 5 per row at n = 10^6, 11 classes:
+    /// the check's tells 1333 -> 873 ms, its evaluations' loop 2088 -> 1437 ms), and looking
+    /// up its traced column's place one more. Empty when no class of this coloring is tested,
+    /// or when the two do not fit in 32 bits (the test then looks both up).
     entry_colors: Vec<u32>,
+    /// The bits of an entry's place in its class in `entry_colors`.
+    slot_bits: u32,
     /// Where each column sits in its color's class (the class's steps are made once, in the
     /// class's order: [`Check::tell`]).
     slot: Vec<u32>,
@@ -368,11 +372,12 @@ impl Check {
             }
         }
         let k = classes.len();
-        let entry_colors = entry_colors(&pattern, &c.colors, halves_from())?;
+        let (entry_colors, slot_bits) = entry_colors(&pattern, (&c.colors, &slot), halves_from())?;
         Ok(Check {
             pattern,
             colors: c.colors,
             entry_colors,
+            slot_bits,
             slot,
             steps: (Vec::new(), Vec::new()),
             colors_len: c.num_colors,
@@ -599,9 +604,9 @@ impl Check {
         let test = Test {
             check: self,
             colors,
-            entry_colors: match class >= direct_end {
+            entry_colors: match class >= direct_end || self.entry_colors.is_empty() {
                 true => None,
-                false => Some(&self.entry_colors[..]),
+                false => Some((&self.entry_colors[..], self.slot_bits)),
             },
             slot,
             class: class_color,
@@ -665,9 +670,10 @@ struct Test<'a> {
     /// The coloring the class is of (the light rows', or the heavy rows' own: `heavy`), each
     /// column's place in its class, and the class's color.
     colors: &'a [u32],
-    /// The light rows' coloring entry by entry ([`Check::entry_colors`]); `None` for the heavy
-    /// rows' own (few rows: their columns' colors are looked up).
-    entry_colors: Option<&'a [u32]>,
+    /// The light rows' coloring entry by entry, and the bits of the places in it
+    /// ([`Check::entry_colors`]); `None` for the heavy rows' own (few rows: their columns'
+    /// colors are looked up), or where the colors and places did not fit.
+    entry_colors: Option<(&'a [u32], u32)>,
     slot: &'a [u32],
     class: usize,
     heavy: bool,
@@ -707,19 +713,19 @@ impl Test<'_> {
         if !b.is_finite() || check.unchecked[i] {
             return false;
         }
+        // The place in the class of the row's first column in it, and how many more it holds.
         let (traced, more) = match self.entry_colors {
-            Some(entry_colors) => {
+            Some((entries, bits)) => {
                 let (a, b) = (check.pattern.row_ptr()[i], check.pattern.row_ptr()[i + 1]);
-                let cols = &check.pattern.col_idx()[a..b];
-                let mut in_class = (entry_colors[a..b].iter().zip(cols))
-                    .filter(|(&k, _)| k as usize == class)
-                    .map(|(_, &j)| j);
+                let mut in_class = (entries[a..b].iter())
+                    .filter(|&&e| (u64::from(e) >> bits) as usize == class)
+                    .map(|&e| (u64::from(e) & ((1 << bits) - 1)) as usize);
                 (in_class.next(), in_class.count())
             }
             None => {
                 let mut in_class = (check.pattern.row(i).iter())
                     .filter(|&&j| self.colors[j as usize] as usize == class)
-                    .copied();
+                    .map(|&j| self.slot[j as usize] as usize);
                 (in_class.next(), in_class.count())
             }
         };
@@ -730,8 +736,7 @@ impl Test<'_> {
             // A heavy row with several traced columns here: checked by its own class or in its
             // own coloring's classes, or it cannot be checked here.
             Some(_) if more > 0 => self.heavy || !(check.direct[i] || check.colored[i]),
-            Some(j) => {
-                let slot = self.slot[j as usize] as usize;
+            Some(slot) => {
                 let dx = match slot.checked_sub(self.steps.0.len()) {
                     None => &self.steps.0[slot],
                     Some(slot) => &self.steps.1[slot],
@@ -766,12 +771,22 @@ impl Test<'_> {
     }
 }
 
-/// The color of each entry of `pattern` (`colors` of its column), in two halves at once from
-/// `halves_from` entries. Errors: out of memory.
-fn entry_colors(pattern: &Pattern, colors: &[u32], halves_from: usize) -> Result<Vec<u32>> {
-    if colors.is_empty() {
-        // No class of the light rows' coloring ([`no_class`]): none is tested.
-        return Ok(Vec::new());
+/// The class of each entry of `pattern` and its place in it, packed ([`Check::entry_colors`]:
+/// `colors` of its column above the returned bits, `slot` of its column below), in two halves
+/// at once from `halves_from` entries; empty when there is no class or the two do not fit in
+/// 32 bits. Errors: out of memory.
+fn entry_colors(
+    pattern: &Pattern,
+    (colors, slot): (&[u32], &[u32]),
+    halves_from: usize,
+) -> Result<(Vec<u32>, u32)> {
+    let bits_of = |largest: u32| u32::BITS - largest.leading_zeros();
+    let slot_bits = bits_of(slot.iter().copied().max().unwrap_or(0));
+    let color_bits = bits_of(colors.iter().copied().max().unwrap_or(0));
+    if colors.is_empty() || slot_bits + color_bits > u32::BITS {
+        // No class of the light rows' coloring ([`no_class`]): none is tested; or a coloring
+        // whose colors and places do not fit: the test looks them up.
+        return Ok((Vec::new(), slot_bits));
     }
     let cols = pattern.col_idx();
     let mut entry_colors = filled(0u32, cols.len(), "the check's colors of entries")?;
@@ -783,7 +798,9 @@ fn entry_colors(pattern: &Pattern, colors: &[u32], halves_from: usize) -> Result
         (entry_colors.split_at_mut(cut), cols.split_at(cut));
     let color_of = |out: &mut [u32], cols: &[u32]| {
         for (k, &j) in out.iter_mut().zip(cols) {
-            *k = colors[j as usize];
+            let j = j as usize;
+            // Within 32 bits (tested above); a shift by 32 (no color bits) as 0.
+            *k = colors[j].checked_shl(slot_bits).unwrap_or(0) | slot[j];
         }
     };
     both(
@@ -791,7 +808,7 @@ fn entry_colors(pattern: &Pattern, colors: &[u32], halves_from: usize) -> Result
         || color_of(here, cols_here),
         || color_of(there, cols_there),
     );
-    Ok(entry_colors)
+    Ok((entry_colors, slot_bits))
 }
 
 /// Whether row `i` of `pattern` holds an assumed entry (a row recognised dense).
@@ -878,11 +895,16 @@ mod tests {
             let mut check = Check::new(traced.clone(), false).unwrap();
             check.halves_from = halves_from;
             // The entries' colors made in one pass or two halves, as each column's.
-            check.entry_colors =
-                super::entry_colors(&check.pattern, &check.colors, halves_from).unwrap();
+            let (entries, bits) =
+                super::entry_colors(&check.pattern, (&check.colors, &check.slot), halves_from)
+                    .unwrap();
             let colors = check.colors.clone();
-            let looked_up = traced.col_idx().iter().map(|&j| colors[j as usize]);
-            assert!(check.entry_colors.iter().copied().eq(looked_up));
+            let looked_up = (traced.col_idx().iter())
+                .map(|&j| (colors[j as usize], check.slot[j as usize]))
+                .collect::<Vec<_>>();
+            let unpacked = (entries.iter()).map(|&e| (e >> bits, e & ((1 << bits) - 1)));
+            assert!(bits > 0 && unpacked.eq(looked_up.iter().copied()));
+            check.entry_colors = entries;
             for id in 0..2 * check.classes() {
                 let class = id / 2;
                 let y: Vec<f64> = (0..n)
