@@ -873,7 +873,8 @@ mod tests {
 
     /// A linear f over a tridiagonal pattern whose every 37th row also reads a column four
     /// away, checked against the tridiagonal pattern: those rows fail (at least 95% of them,
-    /// module docs) and no other, the same with the rows tested in one pass or in two halves.
+    /// module docs) and no other, the same with the rows tested in one pass or in two halves,
+    /// and with the entries' classes and places looked up (as when they do not fit).
     #[test]
     fn the_check_flags_the_rows_with_a_missed_dependency_in_one_pass_or_two_halves() {
         let n = 5000;
@@ -891,7 +892,7 @@ mod tests {
             1e-7 * (0.5 + r) * if id.is_multiple_of(2) { 1.0 } else { -1.0 }
         };
         let mut outcomes = Vec::new();
-        for halves_from in [usize::MAX, 0] {
+        for (halves_from, packed) in [(usize::MAX, true), (0, true), (0, false)] {
             let mut check = Check::new(traced.clone(), false).unwrap();
             check.halves_from = halves_from;
             // The entries' colors made in one pass or two halves, as each column's.
@@ -904,7 +905,7 @@ mod tests {
                 .collect::<Vec<_>>();
             let unpacked = (entries.iter()).map(|&e| (e >> bits, e & ((1 << bits) - 1)));
             assert!(bits > 0 && unpacked.eq(looked_up.iter().copied()));
-            check.entry_colors = entries;
+            check.entry_colors = if packed { entries } else { Vec::new() };
             for id in 0..2 * check.classes() {
                 let class = id / 2;
                 let y: Vec<f64> = (0..n)
@@ -925,6 +926,7 @@ mod tests {
         // test sees it unless the two steps' ratios happen to agree (module docs).
         let missed: Vec<usize> = (0..n).filter(|&i| extra(i).is_some()).collect();
         assert_eq!(outcomes[0], outcomes[1]);
+        assert_eq!(outcomes[0], outcomes[2]);
         assert!(outcomes[0].iter().all(|i| missed.contains(i)));
         assert!(
             outcomes[0].len() * 100 >= missed.len() * 95,
