@@ -139,8 +139,8 @@ pub(crate) struct Check {
     /// the check's tells 1333 -> 873 ms, its evaluations' loop 2088 -> 1437 ms), and looking
     /// up its traced column's place one more. Empty when no class of this coloring is tested,
     /// or when the two do not fit in 32 bits (the test then looks both up).
-    entry_colors: Vec<u32>,
-    /// The bits of an entry's place in its class in `entry_colors`.
+    entry_classes: Vec<u32>,
+    /// The bits of an entry's place in its class in `entry_classes`.
     slot_bits: u32,
     /// Where each column sits in its color's class (the class's steps are made once, in the
     /// class's order: [`Check::tell`]).
@@ -372,11 +372,17 @@ impl Check {
             }
         }
         let k = classes.len();
-        let (entry_colors, slot_bits) = entry_colors(&pattern, (&c.colors, &slot), halves_from())?;
+        let largest = sizes.iter().copied().max().unwrap_or(0);
+        let (entry_classes, slot_bits) = entry_classes(
+            &pattern,
+            (&c.colors, &slot),
+            (c.num_colors, largest),
+            halves_from(),
+        )?;
         Ok(Check {
             pattern,
             colors: c.colors,
-            entry_colors,
+            entry_classes,
             slot_bits,
             slot,
             steps: (Vec::new(), Vec::new()),
@@ -604,9 +610,9 @@ impl Check {
         let test = Test {
             check: self,
             colors,
-            entry_colors: match class >= direct_end || self.entry_colors.is_empty() {
+            entry_classes: match class >= direct_end || self.entry_classes.is_empty() {
                 true => None,
-                false => Some((&self.entry_colors[..], self.slot_bits)),
+                false => Some((&self.entry_classes[..], self.slot_bits)),
             },
             slot,
             class: class_color,
@@ -671,9 +677,9 @@ struct Test<'a> {
     /// column's place in its class, and the class's color.
     colors: &'a [u32],
     /// The light rows' coloring entry by entry, and the bits of the places in it
-    /// ([`Check::entry_colors`]); `None` for the heavy rows' own (few rows: their columns'
+    /// ([`Check::entry_classes`]); `None` for the heavy rows' own (few rows: their columns'
     /// colors are looked up), or where the colors and places did not fit.
-    entry_colors: Option<(&'a [u32], u32)>,
+    entry_classes: Option<(&'a [u32], u32)>,
     slot: &'a [u32],
     class: usize,
     heavy: bool,
@@ -714,7 +720,7 @@ impl Test<'_> {
             return false;
         }
         // The place in the class of the row's first column in it, and how many more it holds.
-        let (traced, more) = match self.entry_colors {
+        let (traced, more) = match self.entry_classes {
             Some((entries, bits)) => {
                 let (a, b) = (check.pattern.row_ptr()[i], check.pattern.row_ptr()[i + 1]);
                 let mut in_class = (entries[a..b].iter())
@@ -771,31 +777,32 @@ impl Test<'_> {
     }
 }
 
-/// The class of each entry of `pattern` and its place in it, packed ([`Check::entry_colors`]:
+/// The class of each entry of `pattern` and its place in it, packed ([`Check::entry_classes`]:
 /// `colors` of its column above the returned bits, `slot` of its column below), in two halves
-/// at once from `halves_from` entries; empty when there is no class or the two do not fit in
-/// 32 bits. Errors: out of memory.
-fn entry_colors(
+/// at once from `halves_from` entries; `num_colors` classes, the largest of `largest` columns.
+/// Empty when there is no class or the two do not fit in 32 bits. Errors: out of memory.
+fn entry_classes(
     pattern: &Pattern,
     (colors, slot): (&[u32], &[u32]),
+    (num_colors, largest): (usize, usize),
     halves_from: usize,
 ) -> Result<(Vec<u32>, u32)> {
-    let bits_of = |largest: u32| u32::BITS - largest.leading_zeros();
-    let slot_bits = bits_of(slot.iter().copied().max().unwrap_or(0));
-    let color_bits = bits_of(colors.iter().copied().max().unwrap_or(0));
+    // The bits that hold every value below `count`.
+    let bits_of = |count: usize| usize::BITS - count.saturating_sub(1).leading_zeros();
+    let (slot_bits, color_bits) = (bits_of(largest), bits_of(num_colors));
     if colors.is_empty() || slot_bits + color_bits > u32::BITS {
         // No class of the light rows' coloring ([`no_class`]): none is tested; or a coloring
         // whose colors and places do not fit: the test looks them up.
         return Ok((Vec::new(), slot_bits));
     }
     let cols = pattern.col_idx();
-    let mut entry_colors = filled(0u32, cols.len(), "the check's colors of entries")?;
+    let mut entry_classes = filled(0u32, cols.len(), "the check's classes of entries")?;
     let cut = match cols.len() >= halves_from {
         true => cols.len() / 2,
         false => cols.len(),
     };
     let ((here, there), (cols_here, cols_there)) =
-        (entry_colors.split_at_mut(cut), cols.split_at(cut));
+        (entry_classes.split_at_mut(cut), cols.split_at(cut));
     let color_of = |out: &mut [u32], cols: &[u32]| {
         for (k, &j) in out.iter_mut().zip(cols) {
             let j = j as usize;
@@ -808,7 +815,7 @@ fn entry_colors(
         || color_of(here, cols_here),
         || color_of(there, cols_there),
     );
-    Ok((entry_colors, slot_bits))
+    Ok((entry_classes, slot_bits))
 }
 
 /// Whether row `i` of `pattern` holds an assumed entry (a row recognised dense).
@@ -895,17 +902,25 @@ mod tests {
         for (halves_from, packed) in [(usize::MAX, true), (0, true), (0, false)] {
             let mut check = Check::new(traced.clone(), false).unwrap();
             check.halves_from = halves_from;
-            // The entries' colors made in one pass or two halves, as each column's.
-            let (entries, bits) =
-                super::entry_colors(&check.pattern, (&check.colors, &check.slot), halves_from)
-                    .unwrap();
+            // The entries' classes and places made in one pass or two halves, as each column's.
+            let largest = (check.classes[..check.colors_len].iter())
+                .map(Vec::len)
+                .max()
+                .unwrap_or(0);
+            let (entries, bits) = super::entry_classes(
+                &check.pattern,
+                (&check.colors, &check.slot),
+                (check.colors_len, largest),
+                halves_from,
+            )
+            .unwrap();
             let colors = check.colors.clone();
             let looked_up = (traced.col_idx().iter())
                 .map(|&j| (colors[j as usize], check.slot[j as usize]))
                 .collect::<Vec<_>>();
             let unpacked = (entries.iter()).map(|&e| (e >> bits, e & ((1 << bits) - 1)));
             assert!(bits > 0 && unpacked.eq(looked_up.iter().copied()));
-            check.entry_colors = if packed { entries } else { Vec::new() };
+            check.entry_classes = if packed { entries } else { Vec::new() };
             for id in 0..2 * check.classes() {
                 let class = id / 2;
                 let y: Vec<f64> = (0..n)
