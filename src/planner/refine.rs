@@ -1530,6 +1530,8 @@ mod tests {
                 let cols = |p: &[Probe]| p.iter().map(|p| p.cols().to_vec()).collect::<Vec<_>>();
                 assert_eq!(cols(&a), cols(&b), "step {steps}, {m} x {n}, {winner:?}");
                 assert_eq!(one.parked.rows, other.parked.rows);
+                // The runs of parked rows and their lists, as the tells read them.
+                assert_eq!(one.parked.spans, other.parked.spans);
                 assert_eq!(one.quiet, other.quiet);
                 assert_eq!(one.cand_idx, other.cand_idx);
                 assert_eq!(one.cand_probe, other.cand_probe);

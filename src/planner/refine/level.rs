@@ -627,8 +627,8 @@ impl Refine {
     /// listed from their dependencies. Writes each candidate's word (`words`: those of `rows`,
     /// P: 0, Q: [`UNTESTED`]) and flags the blocks `(probed, is_cand)`. `rows` starts at a row
     /// that does not continue a run of parked rows. The lists are made in `k_idx` (emptied
-    /// first). `first`: the lists' bounds have room for every row's (the other half's are
-    /// joined to them).
+    /// first). `first`: the lists' bounds and `k_idx` have room for every row's stored entries
+    /// (the other half's are joined to them).
     fn list_rows(
         &self,
         rows: std::ops::Range<usize>,
@@ -658,11 +658,20 @@ impl Refine {
         // a stored row lists its candidates and its dependencies' blocks; a parked row its
         // dependencies' blocks' children, at most `deps << bits`, reserved as it is listed
         // (runs of parked rows share one list: the bound for all of them would be most of
-        // the peak after a four-way split). The stored rows' dependencies are shared out by
-        // rows between the halves.
+        // the peak after a four-way split). The first half reserves room for every row's
+        // stored entries (candidates and dependencies), the second for its own (its share of
+        // the stored rows' dependencies, by rows): the join then appends the second half's
+        // lists to the first's where they are, with no reallocation that would move the first
+        // half's (16 MB at the 2-D Bratu residual's last level at 10^6).
         let stored_deps = self.dep_idx.len().saturating_sub(self.parked.deps);
-        let share = (stored_deps as u128 * rows.len() as u128 / self.m.max(1) as u128) as usize;
-        let entries = self.cand_ptr[rows.end] - base;
+        let (end, share) = match first {
+            true => (self.m, stored_deps),
+            false => {
+                let share = stored_deps as u128 * rows.len() as u128 / self.m.max(1) as u128;
+                (rows.end, share as usize)
+            }
+        };
+        let entries = self.cand_ptr[end] - base;
         k_idx.clear();
         // Exactly: an amortized growth would double what the level lists.
         reserve_exact(&mut k_idx, entries + share, "block lists")?;
@@ -1383,9 +1392,14 @@ impl Listing {
             (next.lists[from..].iter())
                 .map(|&(a, fill, w)| ((a & P_FLAG) | moved(a & !P_FLAG), moved(fill), w)),
         );
-        for &(i, end, list) in &next.spans {
-            extend_span(&mut self.spans, i, end - i, (list + ordinal) as u32)?;
+        // The next half's runs are apart from one another (each would have joined the run
+        // before): only the first may continue the last of these.
+        let mut runs = (next.spans.iter()).map(|&(i, end, list)| (i, end, list + ordinal));
+        if let Some((i, end, list)) = runs.next() {
+            extend_span(&mut self.spans, i, end - i, list as u32)?;
         }
+        reserve_exact(&mut self.spans, runs.len(), "runs of parked rows")?;
+        self.spans.extend(runs);
         reserve(&mut self.suspected, next.suspected.len(), "rows")?;
         self.suspected.extend_from_slice(&next.suspected);
         reserve(&mut self.wide, next.wide.len(), "rows")?;
