@@ -627,8 +627,8 @@ impl Refine {
     /// listed from their dependencies. Writes each candidate's word (`words`: those of `rows`,
     /// P: 0, Q: [`UNTESTED`]) and flags the blocks `(probed, is_cand)`. `rows` starts at a row
     /// that does not continue a run of parked rows. The lists are made in `k_idx` (emptied
-    /// first). `first`: the lists' bounds and `k_idx` have room for every row's stored entries
-    /// (the other half's are joined to them).
+    /// first). `first`: the lists' bounds, and `k_idx` when no row is parked, have room for
+    /// every row's (the other half's are joined to them).
     fn list_rows(
         &self,
         rows: std::ops::Range<usize>,
@@ -658,13 +658,16 @@ impl Refine {
         // a stored row lists its candidates and its dependencies' blocks; a parked row its
         // dependencies' blocks' children, at most `deps << bits`, reserved as it is listed
         // (runs of parked rows share one list: the bound for all of them would be most of
-        // the peak after a four-way split). The first half reserves room for every row's
-        // stored entries (candidates and dependencies), the second for its own (its share of
-        // the stored rows' dependencies, by rows): the join then appends the second half's
+        // the peak after a four-way split). When no row is parked, the first half reserves
+        // room for every row's entries (candidates and dependencies), the second for its own
+        // (its share of the dependencies, by rows): the join then appends the second half's
         // lists to the first's where they are, with no reallocation that would move the first
-        // half's (16 MB at the 2-D Bratu residual's last level at 10^6).
+        // half's (16 MB at the 2-D Bratu residual's last level at 10^6), and gives back what
+        // was not used. (With parked rows, whose lists grow the array as they are listed, a
+        // growth past that room would leave up to as much unused at the level's peak: random
+        // 5 per row at 10^6 peaked 2 MB higher.)
         let stored_deps = self.dep_idx.len().saturating_sub(self.parked.deps);
-        let (end, share) = match first {
+        let (end, share) = match first && self.parked.count == 0 {
             true => (self.m, stored_deps),
             false => {
                 let share = stored_deps as u128 * rows.len() as u128 / self.m.max(1) as u128;
@@ -1380,6 +1383,9 @@ impl Listing {
         let more = next.k_idx.len() - skip;
         reserve_exact(&mut self.k_idx, more, "block lists")?;
         self.k_idx.extend_from_slice(&next.k_idx[skip..]);
+        // Room the lists did not use (rows sharing the list of the row before, a candidate
+        // holding a dependency listed once) given back: a shrinking reallocation, in place.
+        self.k_idx.shrink_to_fit();
         let ordinal = self.lists.len() as u64 - u64::from(same);
         let from = usize::from(same);
         reserve(
