@@ -24,7 +24,11 @@
 //!
 //! Cutting the counting sort that transposes the rows' lists (the blocks below a cut on one
 //! core, those above on the other) was tried and not kept: random 5 per row at 10^6 0.98x,
-//! tridiagonal and the 2-D Bratu residual unchanged; both halves read every list.
+//! tridiagonal and the 2-D Bratu residual unchanged; both halves read every list. What is cut
+//! is the writing of its largest array before it, and of the listing's second half joined
+//! to the first ([`fill`], [`extend_from`]): large fresh arrays, whose page faults two cores
+//! take at once. (Every large array filled or copied that way made the tridiagonal at 10^6
+//! slower, for a reason not found: `bench/LOG.md`.)
 //!
 //! Only large passes are cut ([`HALVES_MIN_WORK`]): a helper thread costs tens of
 //! microseconds to start. Where no second core can be had (one core, or the thread does not
@@ -36,9 +40,18 @@
 /// thread costs about what the half saves.
 pub(crate) const HALVES_MIN_WORK: usize = 1 << 16;
 
-/// Whether this machine lets a pass run in two halves at once (at least two cores).
+/// Arrays of at least this many bytes are written in two halves by [`fill`] and
+/// [`extend_from`]: the pages of a fresh array cost more to fault in (about 2.3 us a 4 KB page
+/// here) than to write, and two cores fault them in at once (a C test on this machine: 32 MB
+/// in 18.7 ms on one core, 10.1 ms on two); below it, starting the helper costs about what the
+/// half saves.
+pub(crate) const FILL_IN_HALVES_BYTES: usize = 1 << 21;
+
+/// Whether this machine lets a pass run in two halves at once (at least two cores). Asked of
+/// the system once (it reads the process's CPU quota).
 pub(crate) fn two_cores() -> bool {
-    std::thread::available_parallelism().is_ok_and(|cores| cores.get() >= 2)
+    static TWO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|cores| cores.get() >= 2))
 }
 
 /// The work from which a pass is cut in two on this machine: [`HALVES_MIN_WORK`] with two
@@ -88,6 +101,60 @@ where
     })
 }
 
+/// Writes `len` copies of `value` into `v`, which is empty and has room for them: in two
+/// halves at once when they take [`FILL_IN_HALVES_BYTES`] or more and the machine has two
+/// cores ([`both`]), else here.
+pub(crate) fn fill<T: Copy + Send + Sync>(v: &mut Vec<T>, value: T, len: usize) {
+    assert!(
+        v.is_empty() && v.capacity() >= len,
+        "fill: an empty array with room"
+    );
+    if len.saturating_mul(std::mem::size_of::<T>()) < FILL_IN_HALVES_BYTES || !two_cores() {
+        v.resize(len, value);
+        return;
+    }
+    let (first, second) = v.spare_capacity_mut()[..len].split_at_mut(len / 2);
+    let write = |slots: &mut [std::mem::MaybeUninit<T>]| {
+        for slot in slots {
+            slot.write(value);
+        }
+    };
+    both(true, || write(first), || write(second));
+    // SAFETY: the two halves wrote each of the first `len` slots (within the capacity,
+    // asserted above).
+    unsafe { v.set_len(len) };
+}
+
+/// Appends a copy of `from` to `v`, which has room for it: in two halves at once when they
+/// take [`FILL_IN_HALVES_BYTES`] or more and the machine has two cores ([`both`]), else here.
+/// (Copying into an array's fresh room faults its pages in, as [`fill`] does.)
+pub(crate) fn extend_from<T: Copy + Send + Sync>(v: &mut Vec<T>, from: &[T]) {
+    assert!(
+        v.capacity() - v.len() >= from.len(),
+        "extend_from: room for the copy"
+    );
+    if std::mem::size_of_val(from) < FILL_IN_HALVES_BYTES || !two_cores() {
+        v.extend_from_slice(from);
+        return;
+    }
+    let len = v.len();
+    let (first, second) = v.spare_capacity_mut()[..from.len()].split_at_mut(from.len() / 2);
+    let (from_first, from_second) = from.split_at(first.len());
+    let copy = |slots: &mut [std::mem::MaybeUninit<T>], from: &[T]| {
+        for (slot, &x) in slots.iter_mut().zip(from) {
+            slot.write(x);
+        }
+    };
+    both(
+        true,
+        || copy(first, from_first),
+        || copy(second, from_second),
+    );
+    // SAFETY: the two halves wrote each of the `from.len()` slots after the length (within
+    // the capacity, asserted above); `T: Copy` has no drop to run should a half not finish.
+    unsafe { v.set_len(len + from.len()) };
+}
+
 /// The row that cuts rows plus their entries (`ptr`: CSR pointers over the rows) in two halves.
 pub(crate) fn halfway(ptr: &[usize]) -> usize {
     let rows = ptr.len() - 1;
@@ -102,4 +169,32 @@ pub(crate) fn halfway(ptr: &[usize]) -> usize {
         }
     }
     lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Filled and copied in two halves (arrays past [`FILL_IN_HALVES_BYTES`]) or here (below
+    /// it), the arrays are what one pass makes, element for element, and odd lengths leave no
+    /// slot unwritten at the cut.
+    #[test]
+    fn fill_and_extend_from_write_every_slot() {
+        let big = FILL_IN_HALVES_BYTES / std::mem::size_of::<u32>() + 3;
+        for len in [0, 1, 7, big, 2 * big + 1] {
+            let mut v: Vec<u32> = Vec::with_capacity(len);
+            fill(&mut v, 0xABCD_0123, len);
+            assert_eq!(v.len(), len);
+            assert!(v.iter().all(|&x| x == 0xABCD_0123), "fill, {len}");
+
+            let from: Vec<u32> = (0..len as u32)
+                .map(|i| i.wrapping_mul(2654435761))
+                .collect();
+            let mut v: Vec<u32> = vec![7, 8, 9];
+            v.reserve_exact(len);
+            extend_from(&mut v, &from);
+            assert_eq!(&v[..3], &[7, 8, 9]);
+            assert_eq!(&v[3..], &from[..], "extend_from, {len}");
+        }
+    }
 }

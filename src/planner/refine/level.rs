@@ -1382,7 +1382,7 @@ impl Listing {
         // Exactly: an amortized growth would double the largest array of the listing.
         let more = next.k_idx.len() - skip;
         reserve_exact(&mut self.k_idx, more, "block lists")?;
-        self.k_idx.extend_from_slice(&next.k_idx[skip..]);
+        crate::halves::extend_from(&mut self.k_idx, &next.k_idx[skip..]);
         // Room the lists did not use (rows sharing the list of the row before, a candidate
         // holding a dependency listed once) given back: a shrinking reallocation, in place.
         self.k_idx.shrink_to_fit();
@@ -1449,7 +1449,11 @@ pub(super) fn transpose(
     for b in 1..=nblocks {
         t_ptr[b] += t_ptr[b - 1];
     }
-    let mut t_idx = filled(0u32, k_idx.len(), "rows of blocks")?;
+    // Every slot is written below; filled first, in two halves on two cores (`halves.rs`),
+    // which fault its fresh pages in at once.
+    let mut t_idx = Vec::new();
+    reserve(&mut t_idx, k_idx.len(), "rows of blocks")?;
+    crate::halves::fill(&mut t_idx, 0u32, k_idx.len());
     for r in (0..lists.len() - 1).rev() {
         for &b in k_idx[start_of(r)..start_of(r + 1)].iter().rev() {
             let slot = &mut t_ptr[(b & !P_FLAG) as usize];
