@@ -36,6 +36,8 @@
 //! returns: no helper outlives a pass, so a driver that forks a worker for the next evaluation
 //! forks no helper, and no lock is held across the fork.
 
+use crate::error::{reserve, Result};
+
 /// The work (rows plus stored entries) from which a pass is cut in two: below it, starting a
 /// thread costs about what the half saves.
 pub(crate) const HALVES_MIN_WORK: usize = 1 << 16;
@@ -123,6 +125,19 @@ pub(crate) fn fill<T: Copy + Send + Sync>(v: &mut Vec<T>, value: T, len: usize) 
     // SAFETY: the two halves wrote each of the first `len` slots (within the capacity,
     // asserted above).
     unsafe { v.set_len(len) };
+}
+
+/// `len` copies of `value` as [`crate::error::filled`] makes them, written by [`fill`]: for
+/// the large arrays a step makes while the other core has nothing to do (the planning between
+/// steps, the planner's start after the baseline's tell).
+///
+/// # Errors
+/// [`crate::ErrorKind::OutOfMemory`] naming `what`.
+pub(crate) fn filled<T: Copy + Send + Sync>(value: T, len: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    reserve(&mut v, len, what)?;
+    fill(&mut v, value, len);
+    Ok(v)
 }
 
 /// Appends a copy of `from` to `v`, which has room for it: in two halves at once when they

@@ -277,7 +277,7 @@
 
 use super::parked::{lone_p_block, span_tests, span_tests_at, tests_in, Parked, KEPT, STORED};
 use super::Planner;
-use crate::error::{filled, push, reserve, Error, Result};
+use crate::error::{push, reserve, Error, Result};
 use crate::halves::{both, halfway};
 use crate::pattern::{EntryKind, Pattern, PatternBuilder};
 use crate::prefetch::{prefetch, prefetch_at};
@@ -474,7 +474,9 @@ impl Refine {
         let m = baseline.len();
         // Level 0: one block of all n columns, a candidate of every traceable row.
         let shift = usize::BITS - (n.max(1) - 1).leading_zeros();
-        let mut cand_ptr = filled(0usize, m + 1, "candidate pointers")?;
+        // The planner's first arrays (25 MB at m = n = 10^6) are made while the other core
+        // has nothing to do: filled in two halves (`halves.rs`), their pages faulted in by both.
+        let mut cand_ptr = crate::halves::filled(0usize, m + 1, "candidate pointers")?;
         let mut cand_idx = Vec::new();
         reserve(&mut cand_idx, m, "candidate blocks")?;
         for i in 0..m {
@@ -490,11 +492,11 @@ impl Refine {
             mode: Mode::Start,
             shift,
             bits: BRANCH_BITS,
-            dep_ptr: filled(0, m + 1, "dependency pointers")?,
+            dep_ptr: crate::halves::filled(0, m + 1, "dependency pointers")?,
             dep_idx: Vec::new(),
             new_deps: Vec::new(),
             merged: Vec::new(),
-            cand_probe: filled(UNTESTED, cand_idx.len(), "candidate probes")?,
+            cand_probe: crate::halves::filled(UNTESTED, cand_idx.len(), "candidate probes")?,
             cand_ptr,
             cand_idx,
             pert_deps: Vec::new(),

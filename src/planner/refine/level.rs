@@ -1451,9 +1451,7 @@ pub(super) fn transpose(
     }
     // Every slot is written below; filled first, in two halves on two cores (`halves.rs`),
     // which fault its fresh pages in at once.
-    let mut t_idx = Vec::new();
-    reserve(&mut t_idx, k_idx.len(), "rows of blocks")?;
-    crate::halves::fill(&mut t_idx, 0u32, k_idx.len());
+    let mut t_idx = crate::halves::filled(0u32, k_idx.len(), "rows of blocks")?;
     for r in (0..lists.len() - 1).rev() {
         for &b in k_idx[start_of(r)..start_of(r + 1)].iter().rev() {
             let slot = &mut t_ptr[(b & !P_FLAG) as usize];
