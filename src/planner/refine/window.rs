@@ -65,7 +65,7 @@
 //! as after the lists' last level.
 
 use super::{Mode, Refine, UNTESTED};
-use crate::error::{filled, push, reserve, reserve_exact, Result};
+use crate::error::{filled, push, reserve, Result};
 use crate::halves::both;
 use crate::probe::{Hit, Probe, Reader};
 
@@ -423,27 +423,61 @@ impl Window {
     }
 
     /// The known dependencies as CSR: a held row's from its mask, the others' from `known`,
-    /// the planner's arrays (the step's new ones for those are merged after). Errors: out of
+    /// the planner's arrays (the step's new ones for those are merged after). The rows in two
+    /// halves at once from `halves_from` rows plus entries (`halves.rs`): each half counts
+    /// its rows' dependencies, then writes them and their ends where the count puts them, in
+    /// arrays whose pages both fault in (20 MB on the tridiagonal at 10^6). Errors: out of
     /// memory.
-    fn dependencies(&self, (ptr, idx): (&[usize], &[u32])) -> Result<(Vec<usize>, Vec<u32>)> {
+    fn dependencies(
+        &self,
+        (ptr, idx): (&[usize], &[u32]),
+        halves_from: usize,
+    ) -> Result<(Vec<usize>, Vec<u32>)> {
         let m = self.deps.len();
         let count = |i: usize| match self.deps[i] {
             NOT_HELD => ptr[i + 1] - ptr[i],
             d => d.count_ones() as usize,
         };
-        let total = (0..m).map(count).sum();
-        let mut dep_ptr = Vec::new();
-        reserve_exact(&mut dep_ptr, m + 1, "dependency pointers")?;
-        let mut dep_idx = Vec::new();
-        reserve_exact(&mut dep_idx, total, "dependencies")?;
-        dep_ptr.push(0);
-        for (i, &d) in self.deps.iter().enumerate() {
-            match d {
-                NOT_HELD => dep_idx.extend_from_slice(&idx[ptr[i]..ptr[i + 1]]),
-                d => dep_idx.extend(bits(d).map(|t| (i + t as usize - HALF) as u32)),
-            }
-            dep_ptr.push(dep_idx.len());
-        }
+        let mid = match m + ptr[m] >= halves_from {
+            true => m / 2,
+            false => m,
+        };
+        let (first, second) = both(
+            mid < m,
+            || (0..mid).map(count).sum::<usize>(),
+            || (mid..m).map(count).sum::<usize>(),
+        );
+        let mut dep_ptr = crate::halves::filled(0usize, m + 1, "dependency pointers")?;
+        let mut dep_idx = crate::halves::filled(0u32, first + second, "dependencies")?;
+        // Row i's end in `ends[i - rows.start]`, its dependencies from `out[0]` on (`base` in
+        // the whole array).
+        let write =
+            |rows: std::ops::Range<usize>, base: usize, ends: &mut [usize], out: &mut [u32]| {
+                let mut at = 0;
+                for (end, i) in ends.iter_mut().zip(rows) {
+                    match self.deps[i] {
+                        NOT_HELD => {
+                            let known = &idx[ptr[i]..ptr[i + 1]];
+                            out[at..at + known.len()].copy_from_slice(known);
+                            at += known.len();
+                        }
+                        d => {
+                            for t in bits(d) {
+                                out[at] = (i + t as usize - HALF) as u32;
+                                at += 1;
+                            }
+                        }
+                    }
+                    *end = base + at;
+                }
+            };
+        let (ends_first, ends_second) = dep_ptr[1..].split_at_mut(mid);
+        let (out_first, out_second) = dep_idx.split_at_mut(first);
+        both(
+            mid < m,
+            || write(0..mid, 0, ends_first, out_first),
+            || write(mid..m, first, ends_second, out_second),
+        );
         Ok((dep_ptr, dep_idx))
     }
 }
@@ -769,7 +803,8 @@ impl Refine {
             return Ok(());
         };
         self.cand_idx = window.candidates_left(&self.told, &mut self.cand_ptr)?;
-        (self.dep_ptr, self.dep_idx) = window.dependencies((&self.dep_ptr, &self.dep_idx))?;
+        let known = (&self.dep_ptr[..], &self.dep_idx[..]);
+        (self.dep_ptr, self.dep_idx) = window.dependencies(known, self.halves_from)?;
         self.cand_probe = filled(UNTESTED, self.cand_idx.len(), "candidate probes")?;
         self.mode = Mode::Refining;
         Ok(())
@@ -786,10 +821,16 @@ mod tests {
 
     /// Traces `truth` under `winner` with the last level in windows allowed or not: the
     /// pattern with its kinds, the evaluations, how many steps ran in windows and how many of
-    /// those went in at the split (`Refine::split_into_window`). At the last
+    /// those went in at the split (`Refine::split_into_window`); the passes over the rows cut
+    /// in two halves from `halves_from` (`halves.rs`). At the last
     /// level every 31st row absorbs the NaNs of its dependencies, and verification reports it
     /// perturbed where a probe holds one.
-    fn trace(truth: &Pattern, winner: Winner, by_window: bool) -> (Pattern, usize, usize, usize) {
+    fn trace(
+        truth: &Pattern,
+        winner: Winner,
+        by_window: bool,
+        halves_from: usize,
+    ) -> (Pattern, usize, usize, usize) {
         let (m, n) = (truth.rows(), truth.cols());
         let mut f = Synthetic::new(truth, winner, 5);
         let x0: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 1e-3).collect();
@@ -798,6 +839,7 @@ mod tests {
         let cap = Refine::allowance(n);
         let mut planner = Refine::new(n, baseline.clone(), cap, EntryKind::Assumed).unwrap();
         planner.by_window = by_window;
+        planner.halves_from = halves_from;
         let (mut x, mut y) = (x0.clone(), vec![0.0; m]);
         let (mut evaluations, mut windows) = (0, 0);
         loop {
@@ -834,7 +876,9 @@ mod tests {
     /// tridiagonal and diagonal blocks under a winner that favours a side: under the random
     /// winner their rows know their dependencies early and come in quiet, a band of 11 needs
     /// more colors by period than its largest clique and one), and not on patterns with no
-    /// band (a 2-D stencil, whose rows reach a grid line away; random rows).
+    /// band (a 2-D stencil, whose rows reach a grid line away; random rows). Every pass over
+    /// the rows cut in two halves (the tells, the known dependencies at the window's end) traces
+    /// the same, evaluation for evaluation.
     #[test]
     fn windows_trace_what_the_lists_trace() {
         let sides = [false, true, true];
@@ -848,9 +892,16 @@ mod tests {
         for (truth, in_windows) in &cases {
             let winners = [Winner::Random, Winner::Smallest, Winner::Largest];
             for (winner, in_windows) in winners.into_iter().zip(in_windows) {
-                let (lists, lists_evaluations, none, _) = trace(truth, winner, false);
-                let (windows, evaluations, steps, split) = trace(truth, winner, true);
+                let (lists, lists_evaluations, none, _) = trace(truth, winner, false, usize::MAX);
+                let (windows, evaluations, steps, split) = trace(truth, winner, true, usize::MAX);
                 let what = format!("{} x {} {winner:?}", truth.rows(), truth.cols());
+                let (cut, cut_evaluations, cut_steps, _) = trace(truth, winner, true, 0);
+                assert_eq!(
+                    (cut.row_ptr(), cut.col_idx(), cut.kinds()),
+                    (windows.row_ptr(), windows.col_idx(), windows.kinds()),
+                    "{what}: in halves"
+                );
+                assert_eq!((cut_evaluations, cut_steps), (evaluations, steps), "{what}");
                 assert_eq!(none, 0);
                 assert_eq!(steps > 0, *in_windows, "{what}: {steps} steps in windows");
                 // Their rows were all parked: they went in at the split, their masks made
