@@ -474,8 +474,9 @@ impl Refine {
         let m = baseline.len();
         // Level 0: one block of all n columns, a candidate of every traceable row.
         let shift = usize::BITS - (n.max(1) - 1).leading_zeros();
-        // The planner's first arrays (25 MB at m = n = 10^6) are made while the other core
-        // has nothing to do: filled in two halves (`halves.rs`), their pages faulted in by both.
+        // The planner's first arrays are made while the other core has nothing to do: the
+        // three filled with one value (20 of their 25 MB at m = n = 10^6) are written in two
+        // halves (`halves.rs`), their pages faulted in by both.
         let mut cand_ptr = crate::halves::filled(0usize, m + 1, "candidate pointers")?;
         let mut cand_idx = Vec::new();
         reserve(&mut cand_idx, m, "candidate blocks")?;
