@@ -103,28 +103,45 @@ where
     })
 }
 
+/// Appends `count` values to `v`, which has room for them, written by `write(slots, at)` into
+/// the slots of values `at..at + slots.len()` of the `count`: in two halves at once when they
+/// take [`FILL_IN_HALVES_BYTES`] or more and the machine has two cores ([`both`]), else here.
+/// `write` must write every slot it is given.
+fn append_in_halves<T: Copy + Send + Sync>(
+    v: &mut Vec<T>,
+    count: usize,
+    write: impl Fn(&mut [std::mem::MaybeUninit<T>], usize) + Sync,
+) {
+    assert!(
+        v.capacity() - v.len() >= count,
+        "append_in_halves: room for the values"
+    );
+    let len = v.len();
+    let at_once = count.saturating_mul(std::mem::size_of::<T>()) >= FILL_IN_HALVES_BYTES;
+    let slots = &mut v.spare_capacity_mut()[..count];
+    let (first, second) = slots.split_at_mut(count / 2);
+    let half = first.len();
+    let write = &write;
+    both(
+        at_once && two_cores(),
+        || write(first, 0),
+        || write(second, half),
+    );
+    // SAFETY: `write` wrote each of the `count` slots after the length (within the capacity,
+    // asserted above); `T: Copy` has no drop to run should a half not finish.
+    unsafe { v.set_len(len + count) };
+}
+
 /// Writes `len` copies of `value` into `v`, which is empty and has room for them: in two
 /// halves at once when they take [`FILL_IN_HALVES_BYTES`] or more and the machine has two
 /// cores ([`both`]), else here.
 pub(crate) fn fill<T: Copy + Send + Sync>(v: &mut Vec<T>, value: T, len: usize) {
-    assert!(
-        v.is_empty() && v.capacity() >= len,
-        "fill: an empty array with room"
-    );
-    if len.saturating_mul(std::mem::size_of::<T>()) < FILL_IN_HALVES_BYTES || !two_cores() {
-        v.resize(len, value);
-        return;
-    }
-    let (first, second) = v.spare_capacity_mut()[..len].split_at_mut(len / 2);
-    let write = |slots: &mut [std::mem::MaybeUninit<T>]| {
+    assert!(v.is_empty(), "fill: an empty array");
+    append_in_halves(v, len, |slots, _| {
         for slot in slots {
             slot.write(value);
         }
-    };
-    both(true, || write(first), || write(second));
-    // SAFETY: the two halves wrote each of the first `len` slots (within the capacity,
-    // asserted above).
-    unsafe { v.set_len(len) };
+    });
 }
 
 /// `len` copies of `value` as [`crate::error::filled`] makes them, written by [`fill`]: for
@@ -144,30 +161,11 @@ pub(crate) fn filled<T: Copy + Send + Sync>(value: T, len: usize, what: &str) ->
 /// take [`FILL_IN_HALVES_BYTES`] or more and the machine has two cores ([`both`]), else here.
 /// (Copying into an array's fresh room faults its pages in, as [`fill`] does.)
 pub(crate) fn extend_from<T: Copy + Send + Sync>(v: &mut Vec<T>, from: &[T]) {
-    assert!(
-        v.capacity() - v.len() >= from.len(),
-        "extend_from: room for the copy"
-    );
-    if std::mem::size_of_val(from) < FILL_IN_HALVES_BYTES || !two_cores() {
-        v.extend_from_slice(from);
-        return;
-    }
-    let len = v.len();
-    let (first, second) = v.spare_capacity_mut()[..from.len()].split_at_mut(from.len() / 2);
-    let (from_first, from_second) = from.split_at(first.len());
-    let copy = |slots: &mut [std::mem::MaybeUninit<T>], from: &[T]| {
-        for (slot, &x) in slots.iter_mut().zip(from) {
+    append_in_halves(v, from.len(), |slots, at| {
+        for (slot, &x) in slots.iter_mut().zip(&from[at..]) {
             slot.write(x);
         }
-    };
-    both(
-        true,
-        || copy(first, from_first),
-        || copy(second, from_second),
-    );
-    // SAFETY: the two halves wrote each of the `from.len()` slots after the length (within
-    // the capacity, asserted above); `T: Copy` has no drop to run should a half not finish.
-    unsafe { v.set_len(len + from.len()) };
+    });
 }
 
 /// The row that cuts rows plus their entries (`ptr`: CSR pointers over the rows) in two halves.
