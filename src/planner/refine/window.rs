@@ -248,8 +248,9 @@ struct Told<'a> {
 }
 
 impl Told<'_> {
-    /// Changed row `i` (`r`: `i mod period`) showed `hit`.
-    #[inline]
+    /// Changed row `i` (`r`: `i mod period`) showed `hit`. Inlined into the pass over the rows
+    /// ([`Told::rows`]), where it was a call a changed row.
+    #[inline(always)]
     fn take(&mut self, i: usize, r: usize, hit: Hit) {
         let (cand, deps) = (&mut self.cand[i - self.lo], &mut self.deps[i - self.lo]);
         // The probe's candidate of the row, alone there among its columns: a dependency.
