@@ -600,9 +600,9 @@ fn learned(
 /// the row before was found, which then moves to where this one is found. Rows close together
 /// hold their dependencies at the same places relative to the row, and the same input's NaN
 /// wins in each (a band's rows, a stencil's), so one comparison usually finds it: 92% of the
-/// tags found on the tridiagonal's scale cases, 94% on the 2-D Bratu residual's. The bisection
-/// had taken about 30% of the tells' samples there at 10^6 (perf), likely as each of its steps
-/// waits for the load before it; the Bratu residual's tells 462.6 -> 439.6 ms a trace (medians
+/// tags found on the tridiagonal's scale cases, 94% on the 2-D Bratu residual's. On the Bratu
+/// residual at 10^6 the bisection had taken about 30% of the tells' samples (perf), likely as
+/// each of its steps waits for the load before it; its tells 462.6 -> 439.6 ms a trace (medians
 /// of six runs), the tridiagonal's unchanged.
 #[inline(always)]
 fn find_dep(deps: &[u32], j: u32, guess: &mut usize) -> std::result::Result<usize, usize> {
