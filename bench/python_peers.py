@@ -12,10 +12,13 @@ run only up to n = 2000. The README's Python table comes from this script.
     python bench/python_peers.py --scale [MAX_N]   # what `nanprop-bench --peers` runs
 
 At n = 10^4, 10^5 and 10^6 (up to MAX_N) on tridiagonal, 2-D Bratu, random 5 per row and
-arrowhead functions, each tool runs in a fresh process: the time to the pattern (for nanprop
-also the part spent inside the Python f, which its evaluations cannot avoid: "f alone / asdex"
-is the floor under the ratio nanprop / asdex), its peak memory (the process's maximum resident
-size less that of a process that only imports and makes x0) and the ratio nanprop / asdex;
+arrowhead functions, each tool runs RUNS times, nanprop and asdex in turn, each run in a fresh
+process: the time to the pattern (for nanprop also the part spent inside the Python f, which its
+evaluations cannot avoid: "f alone / asdex" is the floor under the ratio nanprop / asdex), its
+peak memory (the process's maximum resident size less that of a process that only imports and
+makes x0) and the ratio nanprop / asdex. Times are the runs' medians, ratios the medians of the
+pairs' (one run of each moved the tridiagonal's ratio at 10^6 between 0.09 and 0.14 from run
+to run), peaks the largest;
 then the Jacobian from a known pattern, nanprop's plan against SciPy's
 approx_derivative(sparsity=...).
 """
@@ -243,11 +246,37 @@ def run_one(tool, name, n):
     return float(t), int(kib), int(evaluations), int(nnz), float(in_f)
 
 
+RUNS = 3  # fresh processes per tool and case in --scale; times are their medians
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2]
+
+
+def runs_of(name, n, with_asdex):
+    """RUNS fresh-process runs of nanprop and of asdex, alternated so that both meet the same
+    hours; None for a tool whose run failed."""
+    a, b = [], []
+    for _ in range(RUNS):
+        a.append(run_one("nanprop", name, n))
+        if with_asdex:
+            b.append(run_one("asdex", name, n))
+    if any(r is None for r in a):
+        a = None
+    if not with_asdex or any(r is None for r in b):
+        b = None
+    return a, b
+
+
 def scale(max_n):
     print(f"nanprop {nanprop.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}"
           + (f", asdex {asdex_version()} (JAX {jax.__version__}, CPU)" if asdex else ""))
     if asdex is None:
         print("asdex is not installed (pip install asdex): its columns are skipped")
+    print()
+    print(f"Each tool runs {RUNS} times on each case, nanprop and asdex in turn, each run a fresh process:"
+          " times are the medians, the ratios the medians of the pairs' ratios, peaks the largest.")
     print()
     print("| function | n | nanprop: time to pattern | of which in f | evaluations | peak MB | asdex: time | peak MB | nanprop / asdex time | f alone / asdex | memory ratio | nnz (same) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -258,18 +287,28 @@ def scale(max_n):
             if name == "2-D Bratu":
                 n = int(round(n**0.5)) ** 2
             base = run_one("none", name, n)
-            a = run_one("nanprop", name, n)
-            b = run_one("asdex", name, n) if asdex else None
-            mb = lambda r: max(r[1] - base[1], 0) / 1024
+            a, b = runs_of(name, n, asdex is not None)
+            mb = lambda rs: max(max(r[1] for r in rs) - base[1], 0) / 1024
             row = f"| {name} | {n} | "
-            row += f"{a[0] * 1e3:.0f} ms | {a[4] * 1e3:.0f} ms | {a[2]} | {mb(a):.0f} | " if a else "failed | | | | "
-            if b:
-                same = "same" if a and a[3] == b[3] else "differs"
-                row += f"{b[0] * 1e3:.0f} ms | {mb(b):.0f} | "
-                row += f"{a[0] / b[0]:.2f} | {a[4] / b[0]:.2f} | " if a else "- | - | "
-                row += f"{mb(a) / max(mb(b), 1e-9):.2f} | {a[3] if a else ''} ({same}) |"
+            if a:
+                evals = {r[2] for r in a}
+                assert len(evals) == 1, f"{name} {n}: evaluations differ from run to run: {evals}"
+                t, in_f = median([r[0] for r in a]), median([r[4] for r in a])
+                row += f"{t * 1e3:.0f} ms | {in_f * 1e3:.0f} ms | {a[0][2]} | {mb(a):.0f} | "
             else:
-                row += f"- | - | - | - | - | {a[3] if a else ''} |"
+                row += "failed | | | | "
+            if b:
+                same = "same" if a and all(r[3] == b[0][3] for r in a + b) else "differs"
+                row += f"{median([r[0] for r in b]) * 1e3:.0f} ms | {mb(b):.0f} | "
+                if a:
+                    ratio = median([x[0] / y[0] for x, y in zip(a, b)])
+                    floor = median([x[4] / y[0] for x, y in zip(a, b)])
+                    row += f"{ratio:.2f} | {floor:.2f} | "
+                else:
+                    row += "- | - | "
+                row += f"{mb(a) / max(mb(b), 1e-9):.2f} | {a[0][3] if a else ''} ({same}) |" if a else f"- | {b[0][3]} |"
+            else:
+                row += f"- | - | - | - | - | {a[0][3] if a else ''} |"
             print(row, flush=True)
     print()
     print("| function | n | nanprop plan: evaluations | time outside f | SciPy approx_derivative(sparsity): evaluations | time outside f | overhead ratio |")
