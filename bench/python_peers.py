@@ -254,6 +254,11 @@ def median(v):
     return v[len(v) // 2]
 
 
+def spread(runs):
+    """The runs' times, lowest to highest, in ms."""
+    return f"{min(r[0] for r in runs) * 1e3:.0f}-{max(r[0] for r in runs) * 1e3:.0f}"
+
+
 def runs_of(name, n, with_asdex):
     """RUNS fresh-process runs of nanprop and of asdex, alternated so that both meet the same
     hours; None for a tool whose run failed."""
@@ -276,7 +281,8 @@ def scale(max_n):
         print("asdex is not installed (pip install asdex): its columns are skipped")
     print()
     print(f"Each tool runs {RUNS} times on each case, nanprop and asdex in turn, each run a fresh process:"
-          " times are the medians, the ratios the medians of the pairs' ratios, peaks the largest.")
+          " times are the medians (the runs' range in brackets), the ratios the medians of the pairs'"
+          " ratios, peaks the largest.")
     print()
     print("| function | n | nanprop: time to pattern | of which in f | evaluations | peak MB | asdex: time | peak MB | nanprop / asdex time | f alone / asdex | memory ratio | nnz (same) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -294,12 +300,12 @@ def scale(max_n):
                 evals = {r[2] for r in a}
                 assert len(evals) == 1, f"{name} {n}: evaluations differ from run to run: {evals}"
                 t, in_f = median([r[0] for r in a]), median([r[4] for r in a])
-                row += f"{t * 1e3:.0f} ms | {in_f * 1e3:.0f} ms | {a[0][2]} | {mb(a):.0f} | "
+                row += f"{t * 1e3:.0f} ms ({spread(a)}) | {in_f * 1e3:.0f} ms | {a[0][2]} | {mb(a):.0f} | "
             else:
                 row += "failed | | | | "
             if b:
                 same = "same" if a and all(r[3] == b[0][3] for r in a + b) else "differs"
-                row += f"{median([r[0] for r in b]) * 1e3:.0f} ms | {mb(b):.0f} | "
+                row += f"{median([r[0] for r in b]) * 1e3:.0f} ms ({spread(b)}) | {mb(b):.0f} | "
                 if a:
                     ratio = median([x[0] / y[0] for x, y in zip(a, b)])
                     floor = median([x[4] / y[0] for x, y in zip(a, b)])
