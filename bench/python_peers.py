@@ -25,6 +25,7 @@ approx_derivative(sparsity=...).
 
 import sys
 import time
+from statistics import median_high as median  # the upper one of an even count, as the Rust benchmark's
 
 import numpy as np
 
@@ -247,11 +248,6 @@ def run_one(tool, name, n):
 
 
 RUNS = 3  # fresh processes per tool and case in --scale; times are their medians
-
-
-def median(v):
-    v = sorted(v)
-    return v[len(v) // 2]
 
 
 def spread(runs):
