@@ -135,27 +135,33 @@ fn shown(s: &str) -> String {
     t
 }
 
-/// Rows and columns a file may declare beyond [`SIZE_PER_BYTE`] per byte it holds: 2^20, so
+/// Rows and columns a file may declare beyond [`SIZE_PER_ENTRY`] per entry it holds: 2^20, so
 /// any small file can describe a pattern of up to a million rows and columns with few entries.
 pub const SIZE_FLOOR: usize = 1 << 20;
 
-/// Rows and columns a file may declare per byte it holds, beyond [`SIZE_FLOOR`]. An entry line
-/// takes at least 4 bytes ("1 1\n"), so a file whose rows and columns mostly hold an entry is
-/// far inside the rule; a file that declares millions of rows and holds a few lines is not a
-/// pattern anyone wrote, and reading it would cost memory out of all proportion to the file.
-pub const SIZE_PER_BYTE: usize = 16;
+/// Rows and columns a file may declare per distinct entry it holds, beyond [`SIZE_FLOOR`]. A
+/// pattern whose rows and columns mostly hold an entry is far inside the rule; a file that
+/// declares millions of rows and holds a few entries is not a pattern anyone wrote, and reading
+/// it would cost memory out of all proportion to the file. Counted from the entries, not from
+/// the file's bytes: what [`write_pattern`] writes of a pattern read is then read back whatever
+/// the first file's comments, padding or repeated entries (the fuzzer found a file of 5
+/// entries, a comment and zero-padded numbers that was read, written shorter, and refused).
+/// 256 an entry: an entry line of up to 16 bytes gets what the earlier rule of 16 a byte gave.
+pub const SIZE_PER_ENTRY: usize = 256;
 
 /// Reads the structure of a coordinate Matrix Market file.
 ///
 /// Memory is proportional to what the file holds: the entries are read first, and the result's
 /// m + 1 row pointers (and whatever later works on its n columns) are allocated only if m + n is
-/// at most [`SIZE_FLOOR`] + [`SIZE_PER_BYTE`] x (the bytes of the file), so a 100-byte file
-/// cannot make nanprop allocate gigabytes. Sizes are checked before anything is allocated.
+/// at most [`SIZE_FLOOR`] + [`SIZE_PER_ENTRY`] x (the distinct entries, a symmetric file's
+/// mirrored ones included), so a file of a few entries cannot make nanprop allocate gigabytes.
+/// Sizes are checked before anything is allocated.
 ///
 /// Errors: a malformed header, size line or entry (the message names the line); sizes that are
 /// zero or above `u32::MAX`; a symmetric file that is not square; an entry outside the matrix;
 /// a count that does not match; a line longer than 4 KiB; m + n above the rule (the message
-/// gives the numbers); out of memory (reported, never an abort).
+/// gives the numbers); out of memory (reported, never an abort). A pattern read and written by
+/// [`write_pattern`] reads back.
 pub fn read_pattern(mut r: impl BufRead) -> Result<Pattern> {
     let bad = |line: usize, what: &str| {
         Error::invalid(format!("Matrix Market line {}: {what}", line + 1))
@@ -186,13 +192,11 @@ pub fn read_pattern(mut r: impl BufRead) -> Result<Pattern> {
     let mut entries: Vec<(u32, u32)> = Vec::new();
     let mut stored = 0usize;
     let mut no = 0;
-    let mut bytes = buf.len();
     loop {
         no += 1;
         let Some(line) = next_line(&mut r, &mut buf, no)? else {
             break;
         };
-        bytes += line.len();
         let t = line.trim();
         if t.is_empty() || t.starts_with('%') {
             continue;
@@ -247,18 +251,19 @@ pub fn read_pattern(mut r: impl BufRead) -> Result<Pattern> {
             "Matrix Market size line says {nnz} entries, the file holds {stored}"
         )));
     }
-    let allowed = SIZE_PER_BYTE
-        .saturating_mul(bytes)
+    entries.sort_unstable();
+    entries.dedup();
+    let distinct = entries.len();
+    let allowed = SIZE_PER_ENTRY
+        .saturating_mul(distinct)
         .saturating_add(SIZE_FLOOR);
     if m.saturating_add(n) > allowed {
         return Err(Error::invalid(format!(
-            "Matrix Market size line declares {m} x {n}, but the file holds {bytes} bytes: \
-             nanprop reads at most {SIZE_FLOOR} rows and columns plus {SIZE_PER_BYTE} per byte \
-             ({allowed} here), so that memory stays proportional to the file"
+            "Matrix Market size line declares {m} x {n}, but the file holds {distinct} distinct \
+             entries: nanprop reads at most {SIZE_FLOOR} rows and columns plus {SIZE_PER_ENTRY} \
+             per entry ({allowed} here), so that memory stays proportional to the file"
         )));
     }
-    entries.sort_unstable();
-    entries.dedup();
     let mut row_ptr = Vec::new();
     reserve(&mut row_ptr, m + 1, "row pointers")?;
     row_ptr.resize(m + 1, 0usize);
@@ -340,16 +345,15 @@ mod tests {
         let small = "%%MatrixMarket matrix coordinate pattern general\n1000000 48575 1\n3 4\n";
         let p = read_pattern(small.as_bytes()).unwrap();
         assert_eq!((p.rows(), p.cols(), p.nnz()), (1_000_000, 48_575, 1));
-        // One byte past the floor plus 16 per byte of the file is refused.
+        // One row past the floor plus 256 per distinct entry is refused, however the file is
+        // padded: a repeated entry counts once, comments and leading zeros not at all.
         let head = "%%MatrixMarket matrix coordinate pattern general\n";
-        let with = |m: usize| format!("{head}{m} 1 0\n");
-        // A seven-digit m: the file is head + 7 + " 1 0\n" bytes long, and m + 1 (n = 1) may
-        // be at most the floor plus 16 per byte.
-        let len = head.len() + 7 + 5;
-        let m = SIZE_FLOOR + SIZE_PER_BYTE * len - 1;
-        assert_eq!(with(m).len(), len);
-        assert!(read_pattern(with(m).as_bytes()).is_ok());
-        assert!(read_pattern(with(m + 1).as_bytes()).is_err());
+        let with = |m: usize, pad: &str| format!("{head}{pad}{m} 1 3\n1 1\n{pad}2 1\n1 1\n");
+        let m = SIZE_FLOOR + SIZE_PER_ENTRY * 2 - 1;
+        assert!(read_pattern(with(m, "").as_bytes()).is_ok());
+        assert!(read_pattern(with(m + 1, "").as_bytes()).is_err());
+        let padded = format!("% {}\n", "x".repeat(4000)).repeat(50) + "000000";
+        assert!(read_pattern(with(m + 1, &padded).as_bytes()).is_err());
         // A long pattern whose rows hold entries reads at any size within u32.
         let rows = 3_000_000;
         let mut text = format!("{head}{rows} 2 {rows}\n");
@@ -358,5 +362,38 @@ mod tests {
         }
         let p = read_pattern(text.as_bytes()).unwrap();
         assert_eq!(p.nnz(), rows);
+    }
+
+    /// The fuzzer's find (libFuzzer, `tests/libfuzzer.rs`): a file of 5 entries declaring
+    /// 10500003 rows, long enough with a comment and zero-padded numbers for a rule counted in
+    /// bytes, was read, written back shorter by `write_pattern`, and refused on reading it again.
+    /// Whatever is read is read back from what `write_pattern` writes of it; a file declaring
+    /// more rows than its entries carry is refused, padded or not.
+    #[test]
+    fn what_is_read_reads_back_when_written() {
+        let found = "%%MatrixMarket matrix coordinate pattern general\n% a comment\n\
+                     010500003 40 5\n1 0000000010\n1 2\n2 3\n3 3\n3 1\n";
+        let message = read_pattern(found.as_bytes()).unwrap_err().message;
+        assert!(message.contains("10500003 x 40"), "{message}");
+        let head = "%%MatrixMarket matrix coordinate real symmetric\n% a long comment\n";
+        for (m, entries) in [
+            (2000, vec![(1, 1), (5, 2), (5, 2), (9, 7)]),
+            (SIZE_FLOOR / 2, vec![]),
+        ] {
+            let lines: String = entries
+                .iter()
+                .map(|(i, j)| format!("{i:08} {j:08} 1.5\n"))
+                .collect();
+            let text = format!("{head}{m} {m} {}\n{lines}", entries.len());
+            let p = read_pattern(text.as_bytes()).unwrap();
+            let mut back = Vec::new();
+            write_pattern(&mut back, &p, "").unwrap();
+            let again = read_pattern(back.as_slice()).unwrap();
+            assert_eq!((again.rows(), again.cols()), (p.rows(), p.cols()));
+            assert_eq!(
+                (again.row_ptr(), again.col_idx()),
+                (p.row_ptr(), p.col_idx())
+            );
+        }
     }
 }
