@@ -725,8 +725,9 @@ impl TraceSession {
         if let Stage::Checking(_) = self.stage {
             return self.tell_check(id, y);
         }
-        // Noise shows in every evaluation: the first NaN requests of a trace and one in 32
-        // after them are examined (a pass over the outputs each).
+        // Noise shows in every evaluation: the NaN requests among the first 16 evaluations and,
+        // after them, those whose number in their step is a multiple of 32 (the first of every
+        // step) are examined, a pass over the outputs each (`noise.rs`).
         if kind == RequestKind::Nan && (self.report.evaluations <= 16 || id.is_multiple_of(32)) {
             self.observe_noise(id, y)?;
         }
