@@ -5,6 +5,17 @@
 //! the call: no name, no view, no buffer) is filled again for the next call instead of a new
 //! one being made: at n = 10^6 a new array costs its 8 MB of fresh pages every call.
 //!
+//! What f returns is held until its next call has returned (unless it is the argument or a view
+//! of it, which the next call's filling needs alone), and let go then. Let go as soon as it was
+//! read, f's result freed the top of glibc's heap, and with it the temporaries f had freed
+//! below it: glibc gave that memory back to the system (`brk`), and the next call faulted the
+//! pages of its temporaries in again. Held, the next call's temporaries reuse them. A NumPy
+//! tridiagonal at n = 10^6 (`bench/python_peers.py`, 50 evaluations): 157035 page faults
+//! against 61947 (one run each), f's time 0.66 -> 0.55 s and the trace's 1.40 -> 1.20 s
+//! (medians of six alternated runs), and 1.22 -> 1.00 s with JAX imported in the process, as
+//! the peers' runs have it; the 2-D Bratu residual 3.71 -> 3.43 s (five runs); random 5 per
+//! row at n = 10^5 unchanged (three). The cost: one result of m values alive between calls.
+//!
 //! Its exceptions are kept, not printed:
 //!
 //! * an `Exception` makes the evaluation fail with a nonzero code, as a C black box's error
@@ -41,6 +52,8 @@ pub struct Callable<'py> {
     single: bool,
     /// The array of the last call, when f kept no reference to it: the next call's argument.
     spare: Option<Bound<'py, PyAny>>,
+    /// What f returned last, held until its next call has returned (module docs).
+    previous: Option<Bound<'py, PyAny>>,
 }
 
 impl<'py> Callable<'py> {
@@ -61,6 +74,7 @@ impl<'py> Callable<'py> {
             stopped: false,
             single,
             spare: None,
+            previous: None,
         })
     }
 
@@ -108,10 +122,16 @@ impl<'py> Callable<'py> {
             true => self.read(&r, y, widen),
             false => self.read(&r, y, |v: f64| v),
         };
-        drop(r);
-        // Ours alone again (f kept no name, view or buffer of it): fill it for the next call.
+        // Held until the next call has returned (module docs); the one before goes now.
+        self.previous = Some(r);
         // SAFETY: `arg` is a live object (we hold a reference); reading its count under the GIL.
-        if unsafe { pyo3::ffi::Py_REFCNT(arg.as_ptr()) } == 1 {
+        let alone = |arg: &Bound<'py, PyAny>| unsafe { pyo3::ffi::Py_REFCNT(arg.as_ptr()) } == 1;
+        if !alone(&arg) {
+            // A result that is the argument or a view of it holds it too: let go of it now.
+            self.previous = None;
+        }
+        // Ours alone again (f kept no name, view or buffer of it): fill it for the next call.
+        if alone(&arg) {
             self.spare = Some(arg);
         }
         read

@@ -2,6 +2,7 @@
 
 import faulthandler
 import traceback
+import weakref
 
 import numpy as np
 import pytest
@@ -290,6 +291,49 @@ def test_help_is_a_usable_page():
         assert word in doc
     assert "convention" in nanprop.load.__doc__
     assert nanprop.Pattern.__doc__ and nanprop.JacobianPlan.__doc__
+
+
+def test_f_result_is_held_until_its_next_call_returns():
+    # Let go of as soon as it was read, f's result freed glibc's heap top, and the next call
+    # faulted its temporaries' pages in again (python/src/callable.rs). Held one call longer:
+    # during a call the result of the call before is alive, the one before that is gone, and
+    # the argument (which f keeps nothing of) is the same array, filled again.
+    n = 64
+    results, args, seen = [], [], []
+
+    def f(x):
+        seen.append(
+            (
+                len(results) >= 1 and results[-1]() is not None,
+                len(results) < 2 or results[-2]() is None,
+                len(args) >= 1 and args[-1]() is x,
+            )
+        )
+        y = np.concatenate([x[1:] * x[:-1], x[:1]])
+        results.append(weakref.ref(y))
+        args.append(weakref.ref(x))
+        return y
+
+    p = nanprop.trace(f, np.linspace(0.5, 1.5, n), m=n)  # m given: every call is the trace's
+    assert p.nnz == 2 * n - 1
+    assert len(seen) > 10
+    assert all(held and gone and same for held, gone, same in seen[1:]), seen
+
+
+def test_a_result_that_views_the_argument_does_not_pin_it():
+    # f returning its argument (or a view of it) would pin the array the next call fills: that
+    # result is let go at once, and the argument is still filled again, never replaced.
+    n = 64
+    args, same = [], []
+
+    def f(x):
+        same.append(len(args) >= 1 and args[-1]() is x)
+        args.append(weakref.ref(x))
+        return x[::-1]
+
+    p = nanprop.trace(f, np.linspace(0.5, 1.5, n), m=n)
+    assert p.nnz == n
+    assert len(same) > 5 and all(same[1:]), same
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
