@@ -244,7 +244,9 @@ def trace(
     Parameters
     ----------
     f : a callable taking a 1-D float64 array of n values (a fresh copy each call) and returning
-        m numbers (any array-like numpy reads), or a `Loaded` routine.
+        m numbers (any array-like numpy reads), or a `Loaded` routine. Its result is held until
+        its next call has returned (at large n the memory of f's temporaries then stays with
+        the process instead of being given back and faulted in again at every call).
     x0 : the point (n values), or several points (a 2-D array, one per row): the union of their
         patterns is returned (for codes that branch). A float32 x0 means f works in single
         precision: it gets float32 arrays and its results are read as float32 (the NaN tags
