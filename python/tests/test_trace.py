@@ -294,7 +294,7 @@ def test_help_is_a_usable_page():
 
 
 def test_f_result_is_held_until_its_next_call_returns():
-    # Let go of as soon as it was read, f's result freed glibc's heap top, and the next call
+    # Let go as soon as it was read, f's result freed glibc's heap top, and the next call
     # faulted its temporaries' pages in again (python/src/callable.rs). Held one call longer:
     # during a call the result of the call before is alive, the one before that is gone, and
     # the argument (which f keeps nothing of) is the same array, filled again.

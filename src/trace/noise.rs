@@ -35,12 +35,12 @@
 //! Cost: no evaluation. The session examines the NaN requests among the first 16 evaluations
 //! of a trace and, after them, the requests of a step whose number in the step is a multiple of
 //! 32: the first of every step, and one in 32 of a long step's (one pass over the outputs each),
-//! since noise shows in every evaluation. (On the tridiagonal at n = 10^6, 23 of its 50
-//! evaluations, about 1.2 ms each.) What it cannot see: noise larger than [`NOISE_CEILING`] (it then looks like a
-//! dependency; set a tolerance), noise that only one output shows, or noise that only a
-//! changed input brings (a code whose result repeats bit for bit at a point but jitters from
-//! point to point: that noise does not disturb NaN tracing, only the finite steps of the
-//! guard, where it can add entries of kind perturbation but never hide one).
+//! since noise shows in every evaluation (on the tridiagonal at n = 10^6, 23 of its 50
+//! evaluations, about 1.2 ms each). What it cannot see: noise larger than [`NOISE_CEILING`] (it
+//! then looks like a dependency; set a tolerance), noise that only one output shows, or noise
+//! that only a changed input brings (a code whose result repeats bit for bit at a point but
+//! jitters from point to point: that noise does not disturb NaN tracing, only the finite steps
+//! of the guard, where it can add entries of kind perturbation but never hide one).
 
 /// Relative changes at or below this (and above 0) are noise-like.
 pub const NOISE_CEILING: f64 = 1e-9;
