@@ -144,6 +144,13 @@
 //! step took 91-125 ms of library time with lists, 36-56 ms in windows (`nanprop-bench
 //! --steps`, three alternated runs).
 //!
+//! Where a band's rows are all parked and repeat (row i's dependencies those of row i - R
+//! moved by R, R the parent blocks' width), a coarse level of blocks of 2 to 32 columns runs
+//! without lists too: the greedy pass is simulated from the rows' dependencies until its colors
+//! repeat, and copied a period back from there (`refine/period.rs`): the same colors, block for
+//! block, without listing, transposing and visiting every row. The tridiagonal at 10^6: its
+//! levels of blocks of 4 and 2.
+//!
 //! # Termination and cost
 //!
 //! Levels run from one block of all n columns down to single columns: at most
@@ -287,6 +294,7 @@ use bitvec::prelude::*;
 mod conflicts;
 mod level;
 mod peel;
+mod period;
 mod sample;
 mod saturation;
 mod split;
@@ -450,9 +458,15 @@ pub struct Refine {
     shortcuts: bool,
     /// Whether the last level may run in windows (the tests turn it off to compare).
     by_window: bool,
+    /// Whether a banded pattern's coarse levels may be colored by the greedy pass's period
+    /// without lists (`period.rs`; the tests turn it off to compare).
+    by_period: bool,
     /// How many times the rows went into windows at the split (the tests count them).
     #[cfg(test)]
     split_windows: usize,
+    /// How many levels were colored by the greedy pass's period (the tests count them).
+    #[cfg(test)]
+    period_levels: usize,
 }
 
 impl Refine {
@@ -528,8 +542,11 @@ impl Refine {
             gathered: None,
             shortcuts: true,
             by_window: true,
+            by_period: true,
             #[cfg(test)]
             split_windows: 0,
+            #[cfg(test)]
+            period_levels: 0,
         })
     }
 

@@ -70,6 +70,9 @@ impl Refine {
             if let Some(probes) = self.try_window()? {
                 return Ok(Some(probes));
             }
+        } else if let Some(probes) = self.try_period()? {
+            // A banded pattern's coarse level by the greedy pass's period (`period.rs`).
+            return Ok(Some(probes));
         }
         // One pass over the rows: which candidates are probeable (hold no known dependency),
         // and each row's blocks K_i, flagged P (a probeable candidate) or Q (holds a known
@@ -974,7 +977,7 @@ const QUIET_SAVING: usize = 4;
 /// memory (blind random 12 per row at n = 2 x 10^4: 198 against 60 MB) to end in one probe
 /// per column all the same (under a palette of 4 for blind rows; with [`blind_palette`] that
 /// trace refines to the end: 649 evaluations).
-fn work_limit(
+pub(super) fn work_limit(
     listed: usize,
     (unknown_cols, per_probe): (usize, usize),
     shift: u32,
@@ -992,7 +995,7 @@ fn work_limit(
 /// 2` (at least 4), a quarter more for each step of `growth` ([`grows_cap`]). A row blocks
 /// only the colors holding its Q blocks, so twice as many leave most of its P blocks a color
 /// free of them.
-fn coarse_cap(max_q: usize, growth: usize) -> usize {
+pub(super) fn coarse_cap(max_q: usize, growth: usize) -> usize {
     let base = (2 * max_q + 2).max(4);
     base.saturating_add(base.saturating_mul(growth) / 4)
 }
@@ -1241,7 +1244,7 @@ fn color_blocks(
 /// 3070 of 4099 parked rows came back), with the same patterns. With no hit rate gate, with a
 /// quarter of the parked rows instead of half, or with one more color allowed instead of two,
 /// 20 to 50 traces took more.
-const APART_HIT_RATE: f64 = 0.25;
+pub(super) const APART_HIT_RATE: f64 = 0.25;
 
 /// The most colors the second coloring of [`APART_HIT_RATE`] may add.
 const APART_MORE_COLORS: usize = 2;
