@@ -85,6 +85,19 @@ struct Colored {
     copied: Vec<(usize, usize, usize)>,
 }
 
+impl Colored {
+    /// No block colored yet, of `blocks`. Errors: out of memory.
+    fn new(blocks: usize) -> Result<Self> {
+        Ok(Colored {
+            color: filled(u32::MAX, blocks, "block colors")?,
+            probed: filled(false, blocks, "block flags")?,
+            is_cand: filled(false, blocks, "block flags")?,
+            colors: 0,
+            copied: Vec::new(),
+        })
+    }
+}
+
 /// Per row: what the listing would count of it.
 #[derive(Default)]
 struct Counts {
@@ -333,9 +346,8 @@ impl Refine {
     ) -> Result<Option<Colored>> {
         let (s, bits) = (self.shift, self.bits);
         let q = 1usize << bits;
-        // The rows holding block b lie within `reach` rows of its columns; a row's blocks
-        // within `span` blocks of each other.
-        let reach = HALF + (1 << (s + bits)) + 1;
+        // A row's blocks lie within `span` blocks of each other.
+        let reach = self.reach();
         let span = (((2 * HALF - 1) >> (s + bits)) + 2) << bits;
         // Whether the rows holding block b are those holding b - p moved by p 2^s rows: no
         // row from p 2^s before the first of them to the last fails to repeat its row R back.
@@ -348,13 +360,7 @@ impl Refine {
             let at = breaks.partition_point(|&i| i <= from);
             breaks.get(at).is_none_or(|&i| i >= hi)
         };
-        let mut c = Colored {
-            color: filled(u32::MAX, nblocks, "block colors")?,
-            probed: filled(false, nblocks, "block flags")?,
-            is_cand: filled(false, nblocks, "block flags")?,
-            colors: 0,
-            copied: Vec::new(),
-        };
+        let mut c = Colored::new(nblocks)?;
         let mut counts: Vec<[u64; 2]> = Vec::new();
         let mut blocks: Vec<(u32, Kind)> = Vec::new();
         let mut b = 0;
@@ -398,14 +404,8 @@ impl Refine {
     /// three): [`Refine::simulate`] from the first block, the palette uncapped (a cap is at
     /// least 4).
     fn first_colors(&self, blocks: usize) -> Result<usize> {
-        let reach = HALF + (1 << (self.shift + self.bits)) + 1;
-        let mut c = Colored {
-            color: filled(u32::MAX, blocks, "block colors")?,
-            probed: filled(false, blocks, "block flags")?,
-            is_cand: filled(false, blocks, "block flags")?,
-            colors: 0,
-            copied: Vec::new(),
-        };
+        let reach = self.reach();
+        let mut c = Colored::new(blocks)?;
         let (mut counts, mut rows) = (Vec::new(), Vec::new());
         for b in 0..blocks {
             self.simulate(b, reach, usize::MAX, &mut c, &mut counts, &mut rows)?;
@@ -414,6 +414,12 @@ impl Refine {
             }
         }
         Ok(c.colors)
+    }
+
+    /// The rows holding a block lie within this many rows of its columns: a row's blocks are
+    /// the children of the parent blocks holding its dependencies, within [`HALF`] of it.
+    fn reach(&self) -> usize {
+        HALF + (1 << (self.shift + self.bits)) + 1
     }
 
     /// The greedy pass's step at block b (`level.rs`, `color_blocks`, and `conflicts.rs`'s
