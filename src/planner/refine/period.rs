@@ -31,8 +31,9 @@
 //! and on the colors of the blocks before b that those rows hold, all within `span` blocks
 //! before it. Where the rows repeat, the rows holding b are those holding `b - p` moved by
 //! `p 2^s` rows (p a multiple of `2^bits`). Once the colors of the `span` blocks before b are
-//! those of the `span` blocks before `b - p`, block b takes the color of `b - p`, and then the
-//! same holds for `b + 1`: the colors repeat as long as the rows do.
+//! those of the `span` blocks before `b - p`, and no block after `b - p` opened a color (one
+//! would be free at b, where it did not exist at `b - p`), block b takes the color of `b - p`,
+//! and then the same holds for `b + 1`: the colors repeat as long as the rows do.
 //!
 //! So the pass is simulated block by block from the rows' dependencies (each row weighing one,
 //! as a shared list weighs its rows) until its last `span` colors repeat with some period p.
@@ -81,6 +82,8 @@ struct Colored {
     probed: Vec<bool>,
     is_cand: Vec<bool>,
     colors: usize,
+    /// The last block that opened a color, if any.
+    opened: Option<usize>,
     /// `(first block, end, period)`: stretches where each block took the color `period` before.
     copied: Vec<(usize, usize, usize)>,
 }
@@ -93,6 +96,7 @@ impl Colored {
             probed: filled(false, blocks, "block flags")?,
             is_cand: filled(false, blocks, "block flags")?,
             colors: 0,
+            opened: None,
             copied: Vec::new(),
         })
     }
@@ -369,8 +373,12 @@ impl Refine {
                 return Ok(None);
             }
             b += 1;
+            // A color opened after block b - p would be free at b where it did not exist at
+            // b - p: no block of the window holds it, and b might take it where b - p took a
+            // color with soft conflicts only.
             let repeats = |p: usize| {
                 b >= span + p
+                    && c.opened.is_none_or(|o| o <= b - p)
                     && (b - span..b).all(|x| {
                         (c.color[x], c.probed[x], c.is_cand[x])
                             == (c.color[x - p], c.probed[x - p], c.is_cand[x - p])
@@ -484,6 +492,7 @@ impl Refine {
             _ => {
                 c.color[b] = c.colors as u32;
                 c.colors += 1;
+                c.opened = Some(b);
             }
         }
         Ok(true)
