@@ -286,26 +286,20 @@ impl Refine {
     }
 
     /// Whether parked row i's dependencies lie within [`HALF`] columns of it, and then how many
-    /// blocks it lists (the children of its dependencies' parents) and how many of them hold a
-    /// dependency (Q or full).
+    /// blocks it lists ([`for_each_block`]) and how many of them hold a dependency (Q or full).
     fn blocks_of(&self, i: usize) -> Option<(usize, usize)> {
-        let (s, bits, n) = (self.shift, self.bits, self.n);
-        let (mut len, mut q) = (0usize, 0usize);
-        let (mut last_parent, mut last_block) = (usize::MAX, usize::MAX);
-        for &d in self.deps(i) {
-            let d = d as usize;
-            if d + HALF < i || d >= i + HALF {
-                return None;
-            }
-            let (parent, block) = (d >> (s + bits), d >> s);
-            if parent != last_parent {
-                let first = parent << (s + bits);
-                len += ((n - first + (1 << s) - 1) >> s).min(1 << bits);
-                last_parent = parent;
-            }
-            q += usize::from(block != last_block);
-            last_block = block;
+        let deps = self.deps(i);
+        if !deps
+            .iter()
+            .all(|&d| (d as usize) + HALF >= i && (d as usize) < i + HALF)
+        {
+            return None;
         }
+        let (mut len, mut q) = (0usize, 0usize);
+        for_each_block(deps, self.shift, self.bits, self.n, |_, kind| {
+            len += 1;
+            q += usize::from(kind != Kind::P);
+        });
         Some((len, q))
     }
 
@@ -369,7 +363,7 @@ impl Refine {
         let mut blocks: Vec<(u32, Kind)> = Vec::new();
         let mut b = 0;
         while b < nblocks {
-            if !self.simulate(b, reach, cap, &mut c, &mut counts, &mut blocks)? {
+            if !self.simulate(b, cap, &mut c, &mut counts, &mut blocks)? {
                 return Ok(None);
             }
             b += 1;
@@ -412,11 +406,10 @@ impl Refine {
     /// three): [`Refine::simulate`] from the first block, the palette uncapped (a cap is at
     /// least 4).
     fn first_colors(&self, blocks: usize) -> Result<usize> {
-        let reach = self.reach();
         let mut c = Colored::new(blocks)?;
         let (mut counts, mut rows) = (Vec::new(), Vec::new());
         for b in 0..blocks {
-            self.simulate(b, reach, usize::MAX, &mut c, &mut counts, &mut rows)?;
+            self.simulate(b, usize::MAX, &mut c, &mut counts, &mut rows)?;
             if c.colors >= 3 {
                 break;
             }
@@ -431,18 +424,17 @@ impl Refine {
     }
 
     /// The greedy pass's step at block b (`level.rs`, `color_blocks`, and `conflicts.rs`'s
-    /// `Lists::choose`), from the parked rows within `reach` of it: whether b is probed or a
+    /// `Lists::choose`), from the parked rows within [`Refine::reach`] of it: whether b is probed or a
     /// candidate, and its color when probed. Returns false when it takes a hard conflict.
     fn simulate(
         &self,
         b: usize,
-        reach: usize,
         cap: usize,
         c: &mut Colored,
         counts: &mut Vec<[u64; 2]>,
         blocks: &mut Vec<(u32, Kind)>,
     ) -> Result<bool> {
-        let (s, bits, n) = (self.shift, self.bits, self.n);
+        let (s, bits, n, reach) = (self.shift, self.bits, self.n, self.reach());
         counts.clear();
         counts.resize(c.colors, [0, 0]);
         let (mut probed, mut is_cand) = (false, false);
